@@ -1,0 +1,1 @@
+"""Hades: a container job scheduler, event-sourced on NATS JetStream."""

@@ -1,0 +1,1 @@
+"""The outside world: NATS, Docker, HTTP delivery."""

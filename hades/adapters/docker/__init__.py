@@ -1,0 +1,1 @@
+"""The Docker executor (aiodocker): one container per step over a per-job volume at /shared."""

@@ -1,0 +1,99 @@
+"""How a job's step becomes a Docker container configuration: pure functions, unit-tested without an engine."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from hades.core.lifecycle import JobState
+from hades.core.memory import min_nonzero, parse_memory
+from hades.core.spec import Step
+
+SHARED_PATH = "/shared"
+LABEL_JOB = "hades.job_id"
+LABEL_EXECUTOR = "hades.executor_id"
+LABEL_ATTEMPT = "hades.attempt"
+LABEL_STEP = "hades.step_index"
+#: The keys the Go scheduler injected into job metadata; never passed on to a container's environment.
+PRIORITY_KEYS = ("hades.tum.de/priority", "hades.tum.de/priorityName")
+
+
+@dataclass(frozen=True, slots=True)
+class DockerDefaults:
+    """Executor-wide settings that shape every container."""
+
+    executor_id: str
+    script_executor: str = "/bin/sh -c"
+    cpu_limit: int | None = None
+    memory_limit: str | None = None
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """The default memory limit in bytes (validated at start-up)."""
+        return parse_memory(self.memory_limit) if self.memory_limit else None
+
+
+def volume_name(job_id: str) -> str:
+    """The job's shared volume."""
+    return f"hades-{job_id}"
+
+
+def container_name(job: JobState, index: int) -> str:
+    """Unique per job, attempt and step, so a retried attempt never collides with a leftover."""
+    return f"hades-{job.job_id}-{job.attempt}-{index}"
+
+
+def step_env(job: JobState, step: Step) -> list[str]:
+    """Job metadata, then step metadata (overriding), then ``UUID`` and ``JOB_NAME``."""
+    env: dict[str, str] = {k: v for k, v in job.spec.metadata.items() if k not in PRIORITY_KEYS}
+    env.update(step.metadata)
+    env["UUID"] = job.job_id
+    env["JOB_NAME"] = job.spec.name
+    return [f"{key}={value}" for key, value in env.items()]
+
+
+def image_reference(image: str) -> str:
+    """The image with an explicit tag: an untagged pull would fetch every tag of the repository."""
+    last = image.rsplit("/", 1)[-1]
+    return image if ("@" in image or ":" in last) else f"{image}:latest"
+
+
+def host_config(step: Step, job_id: str, defaults: DockerDefaults) -> dict[str, Any]:
+    """Mount and limits. The executor's defaults apply to steps that set no limit of their own."""
+    config: dict[str, Any] = {
+        "Mounts": [{"Type": "volume", "Source": volume_name(job_id), "Target": SHARED_PATH}],
+    }
+    cpus = step.cpu_limit or defaults.cpu_limit
+    if cpus:
+        config["NanoCpus"] = cpus * 1_000_000_000
+    memory = min_nonzero(step.memory_bytes) or defaults.memory_bytes
+    if memory:
+        config["Memory"] = memory
+    if step.memory_swap_bytes:
+        config["MemorySwap"] = step.memory_swap_bytes
+    if step.pids_limit > 0:
+        config["PidsLimit"] = step.pids_limit
+    if step.network:
+        config["NetworkMode"] = step.network
+    return config
+
+
+def container_config(job: JobState, index: int, defaults: DockerDefaults) -> dict[str, Any]:
+    """The create-container body for one step."""
+    step = job.spec.steps[index]
+    config: dict[str, Any] = {
+        "Image": image_reference(step.image),
+        "Env": step_env(job, step),
+        "WorkingDir": SHARED_PATH,
+        "Labels": {
+            LABEL_JOB: job.job_id,
+            LABEL_EXECUTOR: defaults.executor_id,
+            LABEL_ATTEMPT: str(job.attempt),
+            LABEL_STEP: str(index),
+        },
+        "HostConfig": host_config(step, job.job_id, defaults),
+    }
+    if step.script.strip():
+        config["Entrypoint"] = [*shlex.split(defaults.script_executor), step.script]
+    return config

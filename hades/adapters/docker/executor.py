@@ -1,0 +1,185 @@
+"""``Executor`` on a Docker engine through aiodocker.
+
+Per job: a labelled volume mounted at ``/shared``; the images made available by the pull policy; per step one
+labelled container whose stdout and stderr are followed into the step's log writer; containers and the volume
+are always removed, also when the step is cancelled (timeout, cancel, shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import aiodocker
+from aiodocker.containers import DockerContainer
+from aiodocker.exceptions import DockerError
+
+from hades.adapters.docker.containers import (
+    LABEL_EXECUTOR,
+    LABEL_JOB,
+    DockerDefaults,
+    container_config,
+    container_name,
+    image_reference,
+    volume_name,
+)
+from hades.config import PullPolicy
+from hades.core.lifecycle import JobState
+from hades.core.logs import OutputStream, parse_line
+from hades.core.ports import ExecutionError, StepLogs, StepResult
+
+log = logging.getLogger(__name__)
+
+#: After a container exits, how long its log streams get to deliver what is left (the Go executor's drain).
+LOG_DRAIN_SECONDS = 10.0
+
+
+class DockerExecutor:
+    """Runs steps as containers on one Docker engine."""
+
+    def __init__(self, defaults: DockerDefaults, pull_policy: PullPolicy, docker_host: str | None = None) -> None:
+        self._defaults = defaults
+        self._pull_policy = pull_policy
+        self._docker_host = docker_host
+        self._docker: aiodocker.Docker | None = None
+
+    @property
+    def docker(self) -> aiodocker.Docker:
+        """The engine client (created by :meth:`start`)."""
+        if self._docker is None:
+            raise RuntimeError("DockerExecutor.start() was not called")
+        return self._docker
+
+    async def start(self) -> None:
+        """Connect to the engine (inside the running loop, as aiodocker requires) and check it answers."""
+        self._docker = aiodocker.Docker(url=self._docker_host)
+        await self._docker.version()
+
+    async def close(self) -> None:
+        """Close the engine client."""
+        if self._docker is not None:
+            await self._docker.close()
+            self._docker = None
+
+    # -- the Executor protocol ----------------------------------------------------------------------------------
+
+    async def prepare(self, job: JobState) -> None:
+        """Create the job's volume and make every image available."""
+        labels = {LABEL_JOB: job.job_id, LABEL_EXECUTOR: self._defaults.executor_id}
+        try:
+            await self.docker.volumes.create({"Name": volume_name(job.job_id), "Labels": labels})
+        except DockerError as error:
+            raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
+        await self._ensure_images(job)
+
+    async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
+        """Create, start and follow one step's container to its end, then remove it."""
+        config = container_config(job, index, self._defaults)
+        try:
+            container = await self.docker.containers.create(config, name=container_name(job, index))
+        except DockerError as error:
+            return StepResult(exit_code=None, error=f"failed to create container: {error.message}")
+        try:
+            return await self._run_container(container, logs)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._kill(container))
+            raise
+        finally:
+            await asyncio.shield(self._remove(container))
+
+    async def cleanup(self, job: JobState) -> None:
+        """Remove every container labelled with the job, then its volume."""
+        containers = await self.docker.containers.list(
+            all=True, filters={"label": [f"{LABEL_JOB}={job.job_id}"]}
+        )
+        for container in containers:
+            await self._remove(container)
+        with contextlib.suppress(DockerError):
+            volume = await self.docker.volumes.get(volume_name(job.job_id))
+            await volume.delete()
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    async def _run_container(self, container: DockerContainer, logs: StepLogs) -> StepResult:
+        await logs.open(container.id)
+        try:
+            await container.start()
+        except DockerError as error:
+            return StepResult(exit_code=None, error=f"failed to start container: {error.message}")
+        pumps = [
+            asyncio.create_task(self._pump(container, "stdout", logs)),
+            asyncio.create_task(self._pump(container, "stderr", logs)),
+        ]
+        try:
+            result = await container.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*pumps), LOG_DRAIN_SECONDS)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+        code = int(result.get("StatusCode", -1))
+        if code != 0 and await self._oom_killed(container):
+            return StepResult(exit_code=code, error=f"container exited with status {code} (out of memory)")
+        return StepResult(exit_code=code)
+
+    async def _pump(self, container: DockerContainer, stream: OutputStream, logs: StepLogs) -> None:
+        """Follow one output stream, split it into lines and hand each to the log writer."""
+        buffer = ""
+        flags = {"stdout": stream == "stdout", "stderr": stream == "stderr"}
+        async for chunk in container.log(follow=True, timestamps=True, **flags):
+            buffer += chunk
+            *lines, buffer = buffer.split("\n")
+            for line in lines:
+                await self._emit(line, stream, logs)
+        if buffer:
+            await self._emit(buffer, stream, logs)
+
+    @staticmethod
+    async def _emit(line: str, stream: OutputStream, logs: StepLogs) -> None:
+        entry = parse_line(line, stream, datetime.now(UTC))
+        if entry is not None:
+            await logs.write(stream, entry.timestamp, entry.message)
+
+    async def _oom_killed(self, container: DockerContainer) -> bool:
+        with contextlib.suppress(DockerError):
+            info = await container.show()
+            return bool(info.get("State", {}).get("OOMKilled"))
+        return False
+
+    async def _kill(self, container: DockerContainer) -> None:
+        with contextlib.suppress(DockerError):
+            await container.kill()
+
+    async def _remove(self, container: DockerContainer) -> None:
+        with contextlib.suppress(DockerError):
+            await container.delete(force=True, v=True)
+
+    async def _ensure_images(self, job: JobState) -> None:
+        images = list(dict.fromkeys(image_reference(step.image) for step in job.spec.steps))
+        results = await asyncio.gather(*(self._ensure_image(image) for image in images))
+        errors = [error for error in results if error]
+        if errors:
+            raise ExecutionError(f"encountered {len(errors)} errors while pulling images: {'; '.join(errors)}")
+
+    async def _ensure_image(self, image: str) -> str | None:
+        """None when the image is available, else the failure text for this image."""
+        if self._pull_policy is not PullPolicy.ALWAYS and await self._present(image):
+            return None
+        if self._pull_policy is PullPolicy.NEVER:
+            return f"image {image} is not present locally and DOCKER_PULL_POLICY is never"
+        try:
+            progress: list[dict[str, Any]] = await self.docker.images.pull(image)
+        except DockerError as error:
+            return f"failed to pull image {image}: {error.message}"
+        failures = [str(item["error"]) for item in progress if item.get("error")]
+        return f"failed to pull image {image}: {failures[-1]}" if failures else None
+
+    async def _present(self, image: str) -> bool:
+        try:
+            await self.docker.images.inspect(image)
+        except DockerError:
+            return False
+        return True

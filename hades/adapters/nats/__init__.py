@@ -1,0 +1,1 @@
+"""NATS JetStream: the event store, the log store, topology and the embedded server."""

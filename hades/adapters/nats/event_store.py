@@ -1,0 +1,128 @@
+"""The job event log on JetStream: one subject tree per job, optimistic concurrency per job.
+
+Appends carry ``Nats-Expected-Last-Subject-Sequence`` scoped to ``hades.events.<job_id>.>`` (so every kind of a
+job's events shares one sequence check) and a ``Nats-Msg-Id`` derived from the event, so a retried append is
+recognised. A stale retry is refused by the server as a conflict rather than deduplicated (stack-notes 4.15), so
+on a conflict we look at the job's newest event: if it carries our msg id, the append had landed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from nats.aio.client import Client
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import BadRequestError, NotFoundError
+
+from hades.adapters.nats.topology import EVENTS_STREAM
+from hades.core.codec import decode_event, encode_event
+from hades.core.errors import ConcurrencyConflict
+from hades.core.events import Event
+from hades.core.ports import Recorded
+
+_WRONG_LAST_SEQUENCE = 10071
+_MSG_ID = "Nats-Msg-Id"
+
+
+def event_subject(event: Event) -> str:
+    """``hades.events.<job_id>.<token>``."""
+    return f"hades.events.{event.job_id}.{event.subject_token}"
+
+
+def job_filter(job_id: str) -> str:
+    """Every event subject of one job."""
+    return f"hades.events.{job_id}.>"
+
+
+def message_id(event: Event) -> str:
+    """A stable id per logical append, so a retry of the same append is recognised."""
+    attempt = getattr(event, "attempt", 0)
+    step = getattr(event, "step_index", None)
+    suffix = f":{step}" if step is not None else ""
+    return f"{event.job_id}:{event.type}:{attempt}{suffix}"
+
+
+class NatsEventStore:
+    """``EventStore`` on the ``HADES_EVENTS`` stream."""
+
+    def __init__(self, nc: Client, publish_timeout: float = 5.0) -> None:
+        self._nc = nc
+        self._js = nc.jetstream(timeout=publish_timeout)
+        self._timeout = publish_timeout
+
+    async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
+        """Append in order after ``expected_seq``; returns the sequence of the last one."""
+        seq = expected_seq
+        for event in events:
+            seq = await self._append_one(job_id, event, seq)
+        return seq
+
+    async def _append_one(self, job_id: str, event: Event, expected_seq: int) -> int:
+        msg_id = message_id(event)
+        headers = {
+            "Nats-Expected-Last-Subject-Sequence": str(expected_seq),
+            "Nats-Expected-Last-Subject-Sequence-Subject": job_filter(job_id),
+            _MSG_ID: msg_id,
+        }
+        try:
+            ack = await self._js.publish(
+                event_subject(event), encode_event(event), timeout=self._timeout, headers=headers
+            )
+        except BadRequestError as error:
+            if error.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            last = await self._last(job_id)
+            if last is not None and last[1] == msg_id:
+                return last[0]
+            raise ConcurrencyConflict(job_id, expected_seq, last[0] if last else None) from error
+        return int(ack.seq)
+
+    async def _last(self, job_id: str) -> tuple[int, str | None] | None:
+        try:
+            raw = await self._js.get_last_msg(EVENTS_STREAM, job_filter(job_id), direct=True)
+        except NotFoundError:
+            return None
+        headers = raw.headers or {}
+        return int(raw.seq or 0), headers.get(_MSG_ID)
+
+    async def last_seq(self, job_id: str) -> int:
+        """The job's newest sequence, 0 when it has none."""
+        last = await self._last(job_id)
+        return last[0] if last else 0
+
+    async def history(self, job_id: str) -> list[Recorded]:
+        """The job's events oldest first, read by direct get (one round trip per event)."""
+        recorded: list[Recorded] = []
+        seq = 1
+        subject = job_filter(job_id)
+        while True:
+            try:
+                raw = await self._js.get_msg(EVENTS_STREAM, seq=seq, subject=subject, next=True, direct=True)
+            except NotFoundError:
+                return recorded
+            assert raw.seq is not None and raw.data is not None
+            headers = raw.headers or {}
+            recorded.append(Recorded(seq=raw.seq, event=decode_event(raw.data), msg_id=headers.get(_MSG_ID)))
+            seq = raw.seq + 1
+
+    async def replay(self, from_seq: int = 1) -> AsyncIterator[Recorded]:
+        """Every event from ``from_seq``, then live ones, through an ordered consumer (the fast read path)."""
+        config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(from_seq, 1))
+        sub = await self._js.subscribe(
+            "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config
+        )
+        try:
+            while True:
+                msg = await sub.next_msg(timeout=None)
+                yield Recorded(
+                    seq=msg.metadata.sequence.stream,
+                    event=decode_event(msg.data),
+                    msg_id=(msg.headers or {}).get(_MSG_ID),
+                )
+        finally:
+            await sub.unsubscribe()
+
+    async def stream_last_seq(self) -> int:
+        """The newest sequence in the whole event stream (0 when empty)."""
+        info = await self._js.stream_info(EVENTS_STREAM)
+        return int(info.state.last_seq)

@@ -1,0 +1,118 @@
+"""Job logs on the ``HADES_LOGS`` stream: batched writes per step, reads straight from the stream by subject.
+
+A step's lines go out in batches of at most 50 lines or 1 second, whichever comes first (the Go Hades's
+producer), each batch awaited so that the step knows the sequence of its last batch: ``step_finished`` records
+it, and "all of this step's logs are in" is then an exact check rather than a drain timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+
+from nats.aio.client import Client
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
+
+from hades.adapters.nats.topology import LOGS_STREAM
+from hades.core.logs import MAX_LINE_BYTES, Log, LogEntry, OutputStream
+
+BATCH_LINES = 50
+BATCH_SECONDS = 1.0
+
+
+def log_subject(job_id: str) -> str:
+    """``hades.logs.<job_id>``."""
+    return f"hades.logs.{job_id}"
+
+
+class StepLogWriter:
+    """``StepLogs`` for one step: buffers lines and publishes them in ordered batches."""
+
+    def __init__(self, nc: Client, job_id: str, step_id: int, publish_timeout: float = 5.0) -> None:
+        self._js = nc.jetstream(timeout=publish_timeout)
+        self._job_id = job_id
+        self._step_id = step_id
+        self._container_id = ""
+        self._pending: list[LogEntry] = []
+        self._lock = asyncio.Lock()
+        self._ticker: asyncio.Task[None] | None = None
+        self.last_seq: int | None = None
+        self.lines = 0
+
+    async def open(self, container_id: str) -> None:
+        """Publish the step's empty slot and start the once-a-second flush."""
+        self._container_id = container_id
+        await self._publish(None)
+        self._ticker = asyncio.create_task(self._tick(), name=f"log-flush-{self._job_id}-{self._step_id}")
+
+    async def write(self, stream: OutputStream, timestamp: datetime, message: str) -> None:
+        """Buffer one line (cut at 1 MiB); a full batch is published before this returns."""
+        if len(message) > MAX_LINE_BYTES:
+            message = message.encode()[:MAX_LINE_BYTES].decode(errors="ignore")
+        self._pending.append(LogEntry(timestamp=timestamp, message=message, output_stream=stream))
+        self.lines += 1
+        if len(self._pending) >= BATCH_LINES:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Publish what is buffered."""
+        async with self._lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, []
+            await self._publish(batch)
+
+    async def close(self) -> int | None:
+        """Flush the rest and stop the ticker; returns the sequence of the step's last batch."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        if self._container_id:
+            await self.flush()
+        return self.last_seq
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(BATCH_SECONDS)
+            await self.flush()
+
+    async def _publish(self, entries: list[LogEntry] | None) -> None:
+        log = Log(job_id=self._job_id, container_id=self._container_id, step_id=self._step_id, logs=entries)
+        ack = await self._js.publish(log_subject(self._job_id), log.model_dump_json().encode())
+        self.last_seq = int(ack.seq)
+
+
+class NatsLogStore:
+    """``LogStore`` reading a job's batches straight from the stream by subject."""
+
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+
+    def writer(self, job_id: str, step_id: int) -> StepLogWriter:
+        """A writer for one step of a job."""
+        return StepLogWriter(self._nc, job_id, step_id)
+
+    async def read(self, job_id: str) -> list[Log]:
+        """Every batch stored for the job, oldest first (empty for an unknown job)."""
+        subject = log_subject(job_id)
+        try:
+            info = await self._js.get_last_msg(LOGS_STREAM, subject, direct=True)
+        except NotFoundError:
+            return []
+        last = int(info.seq or 0)
+        config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        sub = await self._js.subscribe(subject, stream=LOGS_STREAM, ordered_consumer=True, config=config)
+        batches: list[Log] = []
+        try:
+            while True:
+                msg = await sub.next_msg(timeout=10)
+                batches.append(Log.model_validate_json(msg.data))
+                if msg.metadata.sequence.stream >= last:
+                    return batches
+        finally:
+            await sub.unsubscribe()

@@ -1,0 +1,196 @@
+"""``hades ...``: run the roles, manage the topology, and talk to a running Hades."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hades.config import Settings, load_settings
+
+TERMINAL = {"Succeeded", "Failed", "Stopped"}
+DEFAULT_NATS_URL = "nats://localhost:4222"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script's entry point."""
+    args = _parser().parse_args(argv)
+    settings = load_settings()
+    logging.basicConfig(
+        level=logging.DEBUG if settings.debug else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    handler: Callable[[argparse.Namespace, Settings], int] = args.handler
+    try:
+        return handler(args, settings)
+    except KeyboardInterrupt:
+        return 130
+    except httpx.HTTPError as error:
+        print(f"hades: cannot reach {settings.client_api_url}: {error}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hades", description="A container job scheduler on NATS JetStream.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="run every role in one process, on an embedded nats-server")
+    up.set_defaults(handler=_up)
+    for role in ("api", "scheduler", "executor"):
+        sub = commands.add_parser(role, help=f"run the {role} role against NATS_URL")
+        sub.set_defaults(handler=_role, role=role)
+
+    streams = commands.add_parser("streams", help="the NATS topology from streams.yaml")
+    streams_commands = streams.add_subparsers(required=True, metavar="ACTION")
+    streams_commands.add_parser("apply", help="create or update streams and consumers").set_defaults(
+        handler=_streams_apply
+    )
+
+    submit = commands.add_parser("submit", help="submit a job file to a running Hades")
+    submit.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
+    submit.add_argument("--follow", "-f", action="store_true", help="print its logs and wait for the outcome")
+    submit.set_defaults(handler=_submit)
+
+    events = commands.add_parser("events", help="print a job's history")
+    events.add_argument("job_id")
+    events.add_argument("--json", action="store_true", help="print the raw JSON")
+    events.set_defaults(handler=_events)
+    return parser
+
+
+# -- roles ------------------------------------------------------------------------------------------------------
+
+
+def _run(coroutine: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+        asyncio.run(coroutine)
+    else:
+        asyncio.run(coroutine, loop_factory=uvloop.new_event_loop)
+
+
+def _up(_args: argparse.Namespace, settings: Settings) -> int:
+    from hades.adapters.nats.server import start_nats, store_dir_for
+    from hades.runtime import Roles, serve
+
+    embedded = None
+    url = settings.nats_url
+    if url is None:
+        store = store_dir_for(settings.data_dir)
+        embedded = start_nats(
+            store, port=settings.nats_port, sync_interval=settings.nats_sync_interval, log_file=store / "server.log"
+        )
+        url = embedded.url
+        logging.info("embedded nats-server at %s, data in %s", url, store)
+    try:
+        _run(_apply_topology(url, settings, quiet=True))
+        logging.info("API on http://localhost:%d", settings.api_port)
+        _run(serve(settings, Roles(api=True, scheduler=True, executor=True), url))
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+def _role(args: argparse.Namespace, settings: Settings) -> int:
+    from hades.runtime import Roles, serve
+
+    roles = Roles(**{args.role: True})
+    _run(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
+    return 0
+
+
+def _streams_apply(_args: argparse.Namespace, settings: Settings) -> int:
+    _run(_apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=False))
+    return 0
+
+
+async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
+    from hades.adapters.nats.connection import connect
+    from hades.adapters.nats.topology import apply, load_topology
+
+    nc = await connect(url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
+    try:
+        report = await apply(nc.jetstream(), load_topology(settings.streams_file))
+    finally:
+        await nc.close()
+    for verb, names in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged)):
+        for name in names:
+            if not quiet or verb != "unchanged":
+                logging.info("%s %s", verb, name)
+
+
+# -- client commands ----------------------------------------------------------------------------------------------
+
+
+def _client(settings: Settings) -> httpx.Client:
+    auth = ("hades", settings.auth_key) if settings.auth_key else None
+    return httpx.Client(base_url=settings.client_api_url, auth=auth, timeout=30)
+
+
+def _submit(args: argparse.Namespace, settings: Settings) -> int:
+    body = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
+    with _client(settings) as client:
+        response = client.post("/build", content=body, headers={"Content-Type": "application/json"})
+        if response.status_code != 200:
+            print(f"hades: {response.status_code}: {response.text}", file=sys.stderr)
+            return 2
+        job_id = response.json()["job_id"]
+        print(job_id)
+        if not args.follow:
+            return 0
+        status = _follow(client, job_id)
+    print(f"{status}")
+    return 0 if status == "Succeeded" else 1
+
+
+def _follow(client: httpx.Client, job_id: str) -> str:
+    """Print new log lines as they arrive until the job ends; returns its final status."""
+    printed: dict[str, int] = {}
+    delay = 0.1
+    while True:
+        status = client.get(f"/jobs/{job_id}/status").json()["status"]
+        for log in client.get(f"/jobs/{job_id}/logs").json()["logs"]:
+            lines = log["logs"] or []
+            for line in lines[printed.get(log["container_id"], 0) :]:
+                stream = sys.stderr if line["output_stream"] == "stderr" else sys.stdout
+                print(line["message"], file=stream, flush=True)
+            printed[log["container_id"]] = len(lines)
+        if status in TERMINAL:
+            detail = client.get(f"/jobs/{job_id}").json()
+            if detail.get("reason"):
+                print(f"reason: {detail['reason']}", file=sys.stderr)
+            return str(status)
+        time.sleep(delay)
+        delay = min(delay * 1.5, 1.0)
+
+
+def _events(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as client:
+        response = client.get(f"/jobs/{args.job_id}/events")
+    if response.status_code == 404:
+        print(f"hades: job not found: {args.job_id}", file=sys.stderr)
+        return 1
+    response.raise_for_status()
+    events = response.json()["events"]
+    if args.json:
+        print(json.dumps(events, indent=2))
+        return 0
+    for event in events:
+        details = {k: v for k, v in event.items() if k not in ("seq", "type", "at")}
+        extra = " ".join(f"{k}={v}" for k, v in details.items())
+        print(f"{event['seq']:>8}  {event['at']}  {event['type']:<14} {extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Every setting Hades reads, in one place: environment variables (and an optional ``.env``).
+
+Names follow the Go Hades where it has one (``NATS_URL``, ``API_PORT``, ``AUTH_KEY``, ``CONCURRENCY``,
+``DOCKER_*``); the rest are ours and start with ``HADES_`` where a bare name would be ambiguous.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class PullPolicy(StrEnum):
+    """When the Docker executor pulls a step's image."""
+
+    IF_NOT_PRESENT = "if-not-present"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+def _default_executor_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one Hades process."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    debug: bool = Field(default=False, validation_alias="DEBUG")
+
+    # NATS
+    nats_url: str | None = Field(default=None, validation_alias="NATS_URL")
+    nats_username: str | None = Field(default=None, validation_alias="NATS_USERNAME")
+    nats_password: str | None = Field(default=None, validation_alias="NATS_PASSWORD")
+    nats_tls_enabled: bool = Field(default=False, validation_alias="NATS_TLS_ENABLED")
+    nats_port: int = Field(default=4222, validation_alias="NATS_PORT", description="embedded server's port")
+    nats_sync_interval: str | None = Field(
+        default=None,
+        validation_alias="NATS_SYNC_INTERVAL",
+        description="embedded server's fsync interval (e.g. 'always', '10s'); default the server's 2m",
+    )
+    data_dir: Path = Field(default=Path(".hades"), validation_alias="HADES_DATA_DIR")
+    streams_file: Path | None = Field(default=None, validation_alias="HADES_STREAMS_FILE")
+    publish_timeout: float = Field(default=5.0, validation_alias="HADES_PUBLISH_TIMEOUT")
+
+    # API
+    api_host: str = Field(default="0.0.0.0", validation_alias="API_HOST")  # noqa: S104 - a server listens
+    api_port: int = Field(default=8080, validation_alias="API_PORT")
+    auth_key: str = Field(default="", validation_alias="AUTH_KEY")
+    api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")
+
+    # executor
+    executor: str = Field(default="docker", validation_alias="HADES_EXECUTOR")
+    executor_id: str = Field(default_factory=_default_executor_id, validation_alias="HADES_EXECUTOR_ID")
+    concurrency: int = Field(default=1, ge=1, validation_alias="CONCURRENCY")
+    docker_host: str | None = Field(default=None, validation_alias="DOCKER_HOST")
+    docker_script_executor: str = Field(default="/bin/sh -c", validation_alias="DOCKER_SCRIPT_EXECUTOR")
+    docker_pull_policy: PullPolicy = Field(default=PullPolicy.IF_NOT_PRESENT, validation_alias="DOCKER_PULL_POLICY")
+    docker_cpu_limit: int | None = Field(default=None, ge=0, validation_alias="DOCKER_CPU_LIMIT")
+    docker_memory_limit: str | None = Field(default=None, validation_alias="DOCKER_MEMORY_LIMIT")
+    ack_wait_seconds: float = Field(default=30.0, gt=0, validation_alias="HADES_ACK_WAIT_SECONDS")
+
+    @property
+    def client_api_url(self) -> str:
+        """Where the CLI finds a running Hades."""
+        return self.api_url or f"http://localhost:{self.api_port}"
+
+
+def load_settings() -> Settings:
+    """Read the environment now (a fresh object each call, so tests can change the environment)."""
+    return Settings()

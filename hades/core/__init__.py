@@ -1,0 +1,1 @@
+"""The pure domain: job spec, events, lifecycle, ports. Standard library and pydantic only."""

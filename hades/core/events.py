@@ -1,0 +1,123 @@
+"""The job's events: frozen, past-tense facts, one discriminated union on ``type``.
+
+The ``type`` tag is stable and never an import path; ``version`` lets the codec upcast old shapes. Every event
+names its job and the moment it happened (``at``, UTC). The subject token is what consumers filter on without
+decoding the body (``hades.events.<job_id>.<token>``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hades.core.spec import JobSpec, Priority
+
+
+class StepOutcome(StrEnum):
+    """How one step ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    version: int = 1
+    job_id: str
+    at: datetime
+
+    @property
+    def subject_token(self) -> str:
+        """The last subject tokens after the job id."""
+        return str(getattr(self, "type"))  # noqa: B009 - every concrete event declares ``type``
+
+
+class JobSubmitted(_Event):
+    """A client's job was accepted: the validated spec as submitted, with its id."""
+
+    type: Literal["submitted"] = "submitted"
+    spec: JobSpec
+    priority: Priority
+    submitted_by: str | None = None
+
+
+class JobQueued(_Event):
+    """An attempt of the job waits for an executor in its priority's queue."""
+
+    type: Literal["queued"] = "queued"
+    attempt: int
+    priority: Priority
+    reason: str | None = None
+
+    @property
+    def subject_token(self) -> str:
+        """Queued events carry the priority so each priority is its own queue."""
+        return f"queued.{self.priority.value}"
+
+
+class JobStarted(_Event):
+    """An executor took the attempt and owns it until a terminal event."""
+
+    type: Literal["started"] = "started"
+    attempt: int
+    executor_id: str
+
+
+class StepStarted(_Event):
+    """A step's container (or process) was started."""
+
+    type: Literal["step_started"] = "step_started"
+    attempt: int
+    step_index: int
+    step_id: int
+    image: str
+
+
+class StepFinished(_Event):
+    """A step ended; ``last_log_seq`` is the last log-stream sequence it produced (all its logs are in)."""
+
+    type: Literal["step_finished"] = "step_finished"
+    attempt: int
+    step_index: int
+    step_id: int
+    outcome: StepOutcome
+    exit_code: int | None = None
+    reason: str | None = None
+    tolerated: bool = False
+    last_log_seq: int | None = None
+
+
+class JobSucceeded(_Event):
+    """The attempt ran every step it had to; the job is done."""
+
+    type: Literal["succeeded"] = "succeeded"
+    attempt: int
+    reason: str | None = None
+
+
+class JobFailed(_Event):
+    """The job ended in failure; ``reason`` says why in words a person can act on."""
+
+    type: Literal["failed"] = "failed"
+    attempt: int
+    reason: str
+
+
+class JobStopped(_Event):
+    """The job was stopped before it could finish (cancelled)."""
+
+    type: Literal["stopped"] = "stopped"
+    attempt: int
+    reason: str
+
+
+Event = Annotated[
+    JobSubmitted | JobQueued | JobStarted | StepStarted | StepFinished | JobSucceeded | JobFailed | JobStopped,
+    Field(discriminator="type"),
+]
+TerminalEvent = JobSucceeded | JobFailed | JobStopped
+TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})

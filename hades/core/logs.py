@@ -1,0 +1,89 @@
+"""Job logs in the Go Hades's wire shape, and the parsing of the lines a container runtime emits."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+OutputStream = Literal["stdout", "stderr"]
+
+#: A longer line is cut to this many bytes (the Go parser's maximum line).
+MAX_LINE_BYTES = 1024 * 1024
+
+_STRUCTURED = re.compile(r'^time="(?P<time>[^"]*)" level="[^"]*" msg="[^"]*"')
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+class LogEntry(BaseModel):
+    """One line of a step's output."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timestamp: datetime
+    message: str
+    output_stream: OutputStream
+
+
+class Log(BaseModel):
+    """A batch of one container's lines; a batch with ``logs`` None registers the container's slot."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    container_id: str
+    step_id: int | None = None
+    logs: list[LogEntry] | None = None
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """An RFC 3339 timestamp with up to nanosecond precision, as UTC; None when it does not parse."""
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.astimezone(UTC)
+
+
+def parse_line(line: str, stream: OutputStream, now: datetime) -> LogEntry | None:
+    """Parse a runtime line ``<RFC3339Nano> <message>``; blank lines give None (the Go parser drops them).
+
+    A structured ``time="..." level="..." msg="..."`` message keeps the application's own time.
+    """
+    line = line.strip()
+    if not line:
+        return None
+    stamp_text, _, message = line.partition(" ")
+    stamp = parse_timestamp(stamp_text)
+    if stamp is None:
+        stamp, message = now, line
+    structured = _STRUCTURED.match(message)
+    if structured:
+        own = parse_timestamp(structured.group("time"))
+        if own is not None:
+            stamp = own
+            message = message.split(" ", 1)[1]
+    message = message.strip()
+    if not message:
+        return None
+    return LogEntry(timestamp=stamp, message=message, output_stream=stream)
+
+
+def coalesce(batches: list[Log]) -> list[Log]:
+    """One Log per container in first-seen order, lines in arrival order; silent containers keep ``logs: null``."""
+    merged: dict[str, Log] = {}
+    lines: dict[str, list[LogEntry]] = {}
+    for batch in batches:
+        if batch.container_id not in merged:
+            merged[batch.container_id] = batch
+            lines[batch.container_id] = []
+        if batch.logs:
+            lines[batch.container_id].extend(batch.logs)
+    return [
+        log.model_copy(update={"logs": lines[cid] or None}) for cid, log in merged.items()
+    ]

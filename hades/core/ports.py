@@ -1,0 +1,100 @@
+"""The Protocols the adapters implement; the core and the workers depend on these, never on an adapter."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from hades.core.events import Event
+from hades.core.lifecycle import JobState
+from hades.core.logs import Log, OutputStream
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """An event as stored: its stream sequence and the id it was appended under."""
+
+    seq: int
+    event: Event
+    msg_id: str | None = None
+
+
+class EventStore(Protocol):
+    """The append-only log of job events."""
+
+    async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
+        """Append after ``expected_seq`` (the job's last sequence, 0 for a new job); returns the new last seq.
+
+        Raises ConcurrencyConflict when someone else appended first.
+        """
+        ...
+
+    async def history(self, job_id: str) -> list[Recorded]:
+        """The job's events, oldest first (empty for an unknown job)."""
+        ...
+
+    def replay(self, from_seq: int = 1) -> AsyncIterator[Recorded]:
+        """Every event from ``from_seq`` on, then live ones as they are appended."""
+        ...
+
+
+class StepLogs(Protocol):
+    """Where an executor writes one step's output."""
+
+    async def open(self, container_id: str) -> None:
+        """Register the step's slot (a Log with no lines), so silent steps still show up in order."""
+        ...
+
+    async def write(self, stream: OutputStream, timestamp: datetime, message: str) -> None:
+        """Add one line."""
+        ...
+
+
+class LogStore(Protocol):
+    """Job logs, kept per job."""
+
+    async def read(self, job_id: str) -> list[Log]:
+        """Every batch stored for the job, oldest first."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """How a step ended: an exit code, or an error that kept it from running."""
+
+    exit_code: int | None
+    error: str | None = None
+
+
+class ExecutionError(Exception):
+    """The engine could not set up or run the job; ``reason`` is what the job's failure says."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Executor(Protocol):
+    """Runs a job's steps on some engine."""
+
+    async def prepare(self, job: JobState) -> None:
+        """Create the job's workspace and make its images available; raises ExecutionError."""
+        ...
+
+    async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
+        """Run one step to its end; cancelling the call stops the step's container."""
+        ...
+
+    async def cleanup(self, job: JobState) -> None:
+        """Remove everything the job left on the engine; never raises for things already gone."""
+        ...
+
+
+class Clock(Protocol):
+    """Where time comes from, so that tests and replays control it."""
+
+    def now(self) -> datetime:
+        """The current UTC time."""
+        ...

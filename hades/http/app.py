@@ -1,0 +1,46 @@
+"""The litestar application: routes, the security headers on every response, and the API's state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from litestar import Litestar, Response, get
+from litestar.datastructures import State
+
+from hades.http.build import submit_build
+from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
+from hades.http.services import ApiServices
+
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Strict-Transport-Security": "max-age=63072000; includeSubDomains",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    ),
+}
+
+
+@get("/ping", sync_to_thread=False)
+def ping() -> dict[str, str]:
+    """Always open: ``{"status":"ok","timestamp":...}``."""
+    return {"status": "ok", "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def _security_headers(response: Response[object]) -> Response[object]:
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def create_app(services: ApiServices) -> Litestar:
+    """The API over the given services."""
+    return Litestar(
+        route_handlers=[ping, submit_build, list_jobs, get_job, get_status, get_logs, get_events, health],
+        state=State({"services": services}),
+        after_request=_security_headers,  # type: ignore[arg-type]
+        openapi_config=None,
+        request_max_body_size=10 * 1024 * 1024,
+    )

@@ -1,0 +1,43 @@
+"""``POST /build``: validate as the Go Hades does, append ``submitted``, answer with the job id."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.datastructures import State
+from litestar.enums import MediaType
+
+from hades.core.errors import HadesError, SpecError
+from hades.core.lifecycle import SubmitJob, decide
+from hades.core.spec import parse_job_request
+from hades.http.auth import USER, basic_auth_guard
+from hades.http.services import ApiServices
+
+log = logging.getLogger(__name__)
+
+
+def _text(status: int, message: str) -> Response[str]:
+    return Response(content=message, status_code=status, media_type=MediaType.TEXT)
+
+
+@post("/build", guards=[basic_auth_guard], status_code=200)
+async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
+    """Enqueue a job; 400 with the Go Hades's plain-text message when it is invalid."""
+    services: ApiServices = request.app.state.services
+    try:
+        spec = parse_job_request(await request.body())
+    except SpecError as error:
+        return _text(400, str(error))
+    job_id = str(uuid.uuid4())
+    by = USER if services.auth_key else None
+    events = decide(None, SubmitJob(job_id=job_id, spec=spec, submitted_by=by), services.clock.now())
+    try:
+        seq = await services.store.append(job_id, events, 0)
+    except (HadesError, OSError, TimeoutError) as error:
+        log.error("could not enqueue job %s: %s", job_id, error)
+        return _text(500, "Failed to enqueue job")
+    await services.projections.wait_for(seq)
+    return Response(content={"message": "Successfully enqueued job", "job_id": job_id}, status_code=200)

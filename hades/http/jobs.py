@@ -1,0 +1,68 @@
+"""Reading jobs: the Go Log Manager's routes (``/jobs``, status, logs, health) and our detail and history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, get
+from litestar.datastructures import State
+
+from hades.core.logs import coalesce
+from hades.http.auth import basic_auth_guard
+from hades.http.services import ApiServices
+from hades.http.views import event_row, job_detail
+
+
+def _services(request: Request[Any, Any, State]) -> ApiServices:
+    services: ApiServices = request.app.state.services
+    return services
+
+
+def _not_found(job_id: str) -> Response[dict[str, str]]:
+    return Response(content={"error": f"job not found: {job_id}"}, status_code=404)
+
+
+@get("/jobs", guards=[basic_auth_guard], sync_to_thread=False)
+def list_jobs(request: Request[Any, Any, State]) -> dict[str, list[str]]:
+    """Every job id, oldest first."""
+    return {"jobs": _services(request).jobs.ids()}
+
+
+@get("/jobs/{job_id:str}", guards=[basic_auth_guard], sync_to_thread=False)
+def get_job(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, Any]]:
+    """Status, reason, priority, attempt, times, and each step's status, exit code and times."""
+    job = _services(request).jobs.get(job_id)
+    if job is None:
+        return _not_found(job_id)
+    return Response(content=job_detail(job))
+
+
+@get("/jobs/{job_id:str}/status", guards=[basic_auth_guard], sync_to_thread=False)
+def get_status(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, str]]:
+    """``{"status": ...}``, 404 when the job is unknown."""
+    job = _services(request).jobs.get(job_id)
+    if job is None:
+        return _not_found(job_id)
+    return Response(content={"status": job.status.value})
+
+
+@get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
+async def get_logs(request: Request[Any, Any, State], job_id: str) -> dict[str, Any]:
+    """One Log per step in step order (silent steps included), read from the log stream."""
+    batches = await _services(request).logs.read(job_id)
+    return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
+
+
+@get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])
+async def get_events(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, Any]]:
+    """The job's history, oldest first."""
+    history = await _services(request).store.history(job_id)
+    if not history:
+        return _not_found(job_id)
+    return Response(content={"events": [event_row(r) for r in history]})
+
+
+@get("/health", sync_to_thread=False)
+def health() -> dict[str, str]:
+    """The Log Manager's liveness answer."""
+    return {"status": "ok"}

@@ -1,0 +1,64 @@
+"""How jobs and events look on the wire: ISO 8601 UTC times, the Go Hades's names where it has them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from hades.core.lifecycle import JobState, StepState
+from hades.core.ports import Recorded
+
+
+def iso(moment: datetime | None) -> str | None:
+    """``2026-12-02T17:00:00.123456Z``, or None."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def job_detail(job: JobState) -> dict[str, Any]:
+    """``GET /jobs/{id}``."""
+    return {
+        "id": job.job_id,
+        "name": job.spec.name,
+        "status": job.status.value,
+        "reason": job.reason,
+        "priority": job.priority.value,
+        "attempt": job.attempt,
+        "executor_id": job.executor_id,
+        "submitted_at": iso(job.submitted_at),
+        "queued_at": iso(job.queued_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
+        "timeout_seconds": job.spec.timeout_seconds,
+        "steps": [_step(job, step) for step in _steps(job)],
+    }
+
+
+def _steps(job: JobState) -> list[StepState]:
+    if job.steps:
+        return list(job.steps)
+    return [StepState(index=i, step_id=s.id) for i, s in enumerate(job.spec.steps)]
+
+
+def _step(job: JobState, step: StepState) -> dict[str, Any]:
+    spec = job.spec.steps[step.index]
+    return {
+        "index": step.index,
+        "id": spec.id,
+        "name": spec.name,
+        "image": spec.image,
+        "status": step.status.value,
+        "exit_code": step.exit_code,
+        "reason": step.reason,
+        "started_at": iso(step.started_at),
+        "finished_at": iso(step.finished_at),
+    }
+
+
+def event_row(recorded: Recorded) -> dict[str, Any]:
+    """One entry of ``GET /jobs/{id}/events``: sequence, type, time, then the event's own fields."""
+    body = recorded.event.model_dump(mode="json", exclude={"job_id", "at", "type", "version"}, exclude_none=True)
+    if recorded.event.type == "submitted":
+        body.pop("spec", None)
+    return {"seq": recorded.seq, "type": recorded.event.type, "at": iso(recorded.event.at), **body}

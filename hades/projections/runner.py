@@ -1,0 +1,46 @@
+"""Keeping projections current: replay the log from the start, then follow it live.
+
+Callers that just appended can wait for the projection to reach their sequence (read-your-writes), so a client
+that gets a job id back from ``POST /build`` can read that job at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from hades.core.ports import Recorded
+
+Source = Callable[[int], AsyncIterator[Recorded]]
+
+
+class ProjectionRunner:
+    """Feeds every event from a source into a set of views and tracks how far they are."""
+
+    def __init__(self, source: Source, apply: Callable[[Recorded], None]) -> None:
+        self._source = source
+        self._apply = apply
+        self._applied = 0
+        self._advanced = asyncio.Condition()
+
+    @property
+    def applied(self) -> int:
+        """The last stream sequence folded into the views."""
+        return self._applied
+
+    async def run(self, from_seq: int = 1) -> None:
+        """Replay, then follow until cancelled."""
+        async for recorded in self._source(from_seq):
+            self._apply(recorded)
+            async with self._advanced:
+                self._applied = recorded.seq
+                self._advanced.notify_all()
+
+    async def wait_for(self, seq: int, timeout: float = 5.0) -> bool:
+        """Wait until the views include ``seq``; False on timeout."""
+        try:
+            async with asyncio.timeout(timeout), self._advanced:
+                await self._advanced.wait_for(lambda: self._applied >= seq)
+        except TimeoutError:
+            return False
+        return True

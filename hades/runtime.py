@@ -1,0 +1,140 @@
+"""Putting a Hades process together: connect, check the topology, start the roles asked for, stop cleanly.
+
+``hades up`` runs every role in one process over an embedded nats-server; ``hades api|scheduler|executor`` run
+one role each against ``NATS_URL``. Each role is stateless over JetStream, so any number of each can run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import uvicorn
+from faststream.nats import NatsBroker
+from nats.aio.client import Client
+
+from hades.adapters.docker.containers import DockerDefaults
+from hades.adapters.docker.executor import DockerExecutor
+from hades.adapters.nats.connection import connect
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.topology import load_topology, verify
+from hades.clock import SystemClock
+from hades.config import Settings
+from hades.http.app import create_app
+from hades.http.services import ApiServices
+from hades.projections.jobs import JobsView
+from hades.projections.runner import ProjectionRunner
+from hades.workers.attempt import AttemptRunner
+from hades.workers.executor import ExecutorWorker
+from hades.workers.scheduler import scheduler_router
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which roles this process runs."""
+
+    api: bool = False
+    scheduler: bool = False
+    executor: bool = False
+
+
+class _ApiServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the process's supervisor decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.Event | None = None) -> None:
+    """Run the roles until SIGINT/SIGTERM (or ``stop`` is set), then stop them in order."""
+    stop = stop or _stop_on_signals()
+    nc = await connect(nats_url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
+    await verify(nc.jetstream(), load_topology(settings.streams_file))
+    store = NatsEventStore(nc, settings.publish_timeout)
+    clock = SystemClock()
+    tasks: list[asyncio.Task[None]] = []
+    stack = contextlib.AsyncExitStack()
+    try:
+        if roles.scheduler:
+            broker = NatsBroker(nats_url, logger=logging.getLogger("hades.faststream"), log_level=logging.DEBUG)
+            broker.include_router(scheduler_router(store, clock))
+            await broker.start()
+            stack.push_async_callback(broker.stop)
+        if roles.executor:
+            worker = await _executor(settings, nc, store, clock, stack)
+            tasks.append(asyncio.create_task(worker.run(), name="executor"))
+        if roles.api:
+            tasks.extend(_api(settings, nc, store, clock))
+        log.info("hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor") if getattr(roles, r)))
+        await _until_stopped(stop, tasks)
+    finally:
+        for task in reversed(tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await stack.aclose()
+        await nc.close()
+
+
+async def _executor(
+    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+) -> ExecutorWorker:
+    defaults = DockerDefaults(
+        executor_id=settings.executor_id,
+        script_executor=settings.docker_script_executor,
+        cpu_limit=settings.docker_cpu_limit,
+        memory_limit=settings.docker_memory_limit,
+    )
+    defaults.memory_bytes  # noqa: B018 - a bad DOCKER_MEMORY_LIMIT fails at start-up, not per job
+    docker = DockerExecutor(defaults, settings.docker_pull_policy, settings.docker_host)
+    await docker.start()
+    stack.push_async_callback(docker.close)
+    logs = NatsLogStore(nc)
+    runner = AttemptRunner(docker, logs.writer, settings.executor_id)
+    return ExecutorWorker(nc, store, runner, clock, settings.concurrency, settings.ack_wait_seconds)
+
+
+def _api(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock) -> list[asyncio.Task[None]]:
+    view = JobsView()
+    projections = ProjectionRunner(store.replay, view.apply)
+    services = ApiServices(
+        store=store, logs=NatsLogStore(nc), jobs=view, projections=projections, clock=clock, auth_key=settings.auth_key
+    )
+    config = uvicorn.Config(
+        create_app(services),
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="debug" if settings.debug else "warning",
+        lifespan="off",
+    )
+    server = _ApiServer(config)
+    return [
+        asyncio.create_task(projections.run(), name="projections"),
+        asyncio.create_task(server.serve(), name="api"),
+    ]
+
+
+async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Return when asked to stop, or raise when a role died on its own."""
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    for task in done:
+        if task is not stopper and not task.cancelled() and task.exception() is not None:
+            raise RuntimeError(f"role {task.get_name()} stopped") from task.exception()
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

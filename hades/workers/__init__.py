@@ -1,0 +1,1 @@
+"""The roles that react to events: scheduler, executor (and later notifier). Thin: decode, decide, act, append."""

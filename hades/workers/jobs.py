@@ -1,0 +1,53 @@
+"""Running commands against one job: read its history, decide, append; on a conflict, re-read and re-decide."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from hades.core.errors import ConcurrencyConflict
+from hades.core.events import Event
+from hades.core.lifecycle import Command, JobState, decide, evolve, fold
+from hades.core.ports import Clock, EventStore
+
+log = logging.getLogger(__name__)
+
+#: How often a command is re-decided after losing a race before giving up.
+MAX_CONFLICT_RETRIES = 5
+
+
+@dataclass
+class JobHandle:
+    """One job's state and its last sequence, kept current by the commands run through it."""
+
+    store: EventStore
+    clock: Clock
+    state: JobState | None
+    seq: int
+
+    @classmethod
+    async def load(cls, store: EventStore, clock: Clock, job_id: str) -> JobHandle:
+        """Fold the job's stored history."""
+        history = await store.history(job_id)
+        state = fold([r.event for r in history])
+        return cls(store=store, clock=clock, state=state, seq=history[-1].seq if history else 0)
+
+    async def reload(self, job_id: str) -> None:
+        """Re-read the job after someone else moved it."""
+        fresh = await JobHandle.load(self.store, self.clock, job_id)
+        self.state, self.seq = fresh.state, fresh.seq
+
+    async def run(self, job_id: str, command: Command) -> list[Event]:
+        """Decide and append; re-decide on a conflict. Raises InvalidTransition when it no longer applies."""
+        for _ in range(MAX_CONFLICT_RETRIES):
+            events = decide(self.state, command, self.clock.now())
+            try:
+                self.seq = await self.store.append(job_id, events, self.seq)
+            except ConcurrencyConflict as conflict:
+                log.info("conflict on job %s (%s); re-reading", job_id, conflict)
+                await self.reload(job_id)
+                continue
+            for event in events:
+                self.state = evolve(self.state, event)
+            return events
+        raise ConcurrencyConflict(job_id, self.seq, None)

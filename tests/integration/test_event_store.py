@@ -1,0 +1,115 @@
+"""The event store against a real nats-server: per-job concurrency, idempotent retries, history, replay."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from nats.aio.client import Client
+
+from hades.adapters.nats.event_store import NatsEventStore, event_subject, job_filter
+from hades.core.codec import encode_event
+from hades.core.errors import ConcurrencyConflict
+from hades.core.events import JobQueued, JobStarted, JobSubmitted
+from hades.core.spec import JobSpec, Priority
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def submitted(job_id: str) -> JobSubmitted:
+    return JobSubmitted(job_id=job_id, at=NOW, spec=JobSpec(name="t"), priority=Priority.HIGH)
+
+
+def queued(job_id: str, attempt: int = 1) -> JobQueued:
+    return JobQueued(job_id=job_id, at=NOW, attempt=attempt, priority=Priority.HIGH)
+
+
+async def test_appends_chain_across_event_kinds_of_one_job(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    first = await event_store.append(job, [submitted(job)], 0)
+    last = await event_store.append(job, [queued(job), JobStarted(job_id=job, at=NOW, attempt=1, executor_id="x")], first)
+    history = await event_store.history(job)
+    assert [r.event.type for r in history] == ["submitted", "queued", "started"]
+    assert history[-1].seq == last
+    assert await event_store.last_seq(job) == last
+
+
+async def test_stale_expectation_is_a_conflict(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    await event_store.append(job, [queued(job)], seq)
+    with pytest.raises(ConcurrencyConflict) as caught:
+        await event_store.append(job, [JobStarted(job_id=job, at=NOW, attempt=1, executor_id="late")], seq)
+    assert caught.value.expected == seq
+    assert caught.value.actual == seq + 1 or caught.value.actual is not None
+
+
+async def test_two_executors_racing_for_one_attempt_only_one_wins(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job), queued(job)], 0)
+    starts = [JobStarted(job_id=job, at=NOW, attempt=1, executor_id=f"e{i}") for i in range(5)]
+    results = await asyncio.gather(*(event_store.append(job, [s], seq) for s in starts), return_exceptions=True)
+    # All five carry the same msg id (job:started:1): the first lands; the others either conflict or are
+    # recognised as that very append (same logical command), never a second started event.
+    history = await event_store.history(job)
+    assert [r.event.type for r in history].count("started") == 1
+    assert all(isinstance(r, (int, ConcurrencyConflict)) for r in results)
+
+
+async def test_a_retried_append_whose_ack_was_lost_is_recognised(event_store: NatsEventStore, nc: Client) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    event = queued(job)
+    landed = await event_store.append(job, [event], seq)
+    # The client retries with the same (now stale) expectation: the server refuses it as a conflict, and the
+    # store recognises its own msg id on the job's newest event instead of reporting a conflict.
+    assert await event_store.append(job, [event], seq) == landed
+    assert len(await event_store.history(job)) == 2
+
+
+async def test_a_conflict_is_reported_when_someone_else_appended(event_store: NatsEventStore, nc: Client) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    other = queued(job)
+    await nc.jetstream().publish(
+        event_subject(other),
+        encode_event(other),
+        headers={"Nats-Expected-Last-Subject-Sequence": str(seq),
+                 "Nats-Expected-Last-Subject-Sequence-Subject": job_filter(job)},
+    )
+    with pytest.raises(ConcurrencyConflict):
+        await event_store.append(job, [queued(job)], seq)
+
+
+async def test_other_jobs_do_not_conflict(event_store: NatsEventStore) -> None:
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    seq_a = await event_store.append(a, [submitted(a)], 0)
+    await event_store.append(b, [submitted(b)], 0)
+    await event_store.append(a, [queued(a)], seq_a)
+    assert [r.event.type for r in await event_store.history(a)] == ["submitted", "queued"]
+
+
+async def test_history_of_an_unknown_job_is_empty(event_store: NatsEventStore) -> None:
+    assert await event_store.history(str(uuid.uuid4())) == []
+
+
+async def test_replay_reads_everything_then_follows_live(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    seen: list[int] = []
+    live = asyncio.Event()
+
+    async def follow() -> None:
+        async for recorded in event_store.replay(1):
+            seen.append(recorded.seq)
+            if recorded.event.job_id == job and recorded.event.type == "queued":
+                live.set()
+                return
+
+    task = asyncio.create_task(follow())
+    await event_store.append(job, [queued(job)], seq)
+    await asyncio.wait_for(live.wait(), 10)
+    await task
+    assert seen == sorted(seen) and seen[0] == 1 and seq in seen
