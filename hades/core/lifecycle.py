@@ -6,6 +6,7 @@ appended, or raises :class:`InvalidTransition`. Terminal states absorb: no comma
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -251,7 +252,7 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
     if isinstance(command, SubmitJob):
         if state is not None:
             raise InvalidTransition(f"job {command.job_id} exists already")
-        spec = command.spec.model_copy(update={"id": command.job_id})
+        spec = command.spec.model_copy(update={"id": uuid.UUID(command.job_id)})
         return [
             JobSubmitted(
                 job_id=command.job_id,

@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
+from litestar.params import FromPath
 
 from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
@@ -29,7 +30,7 @@ def list_jobs(request: Request[Any, Any, State]) -> dict[str, list[str]]:
 
 
 @get("/jobs/{job_id:str}", guards=[basic_auth_guard], sync_to_thread=False)
-def get_job(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, Any]]:
+def get_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """Status, reason, priority, attempt, times, and each step's status, exit code and times."""
     job = _services(request).jobs.get(job_id)
     if job is None:
@@ -38,7 +39,7 @@ def get_job(request: Request[Any, Any, State], job_id: str) -> Response[dict[str
 
 
 @get("/jobs/{job_id:str}/status", guards=[basic_auth_guard], sync_to_thread=False)
-def get_status(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, str]]:
+def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, str]]:
     """``{"status": ...}``, 404 when the job is unknown."""
     job = _services(request).jobs.get(job_id)
     if job is None:
@@ -47,14 +48,14 @@ def get_status(request: Request[Any, Any, State], job_id: str) -> Response[dict[
 
 
 @get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
-async def get_logs(request: Request[Any, Any, State], job_id: str) -> dict[str, Any]:
+async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """One Log per step in step order (silent steps included), read from the log stream."""
     batches = await _services(request).logs.read(job_id)
     return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
 
 
 @get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])
-async def get_events(request: Request[Any, Any, State], job_id: str) -> Response[dict[str, Any]]:
+async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """The job's history, oldest first."""
     history = await _services(request).store.history(job_id)
     if not history:

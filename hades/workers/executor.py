@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 
+from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.events import JobQueued
@@ -63,10 +62,13 @@ class ExecutorWorker:
         self._ack_wait = ack_wait
         self._doorbell = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
 
     async def run(self) -> None:
         """Take work until cancelled; running attempts are then handed back to the queue."""
         bell = await self._nc.subscribe("hades.events.*.queued.>", cb=self._ring)
+        for puller in self._pullers.values():
+            await puller.start()
         try:
             while True:
                 await self._slots.acquire()
@@ -81,6 +83,8 @@ class ExecutorWorker:
         finally:
             await bell.unsubscribe()
             await self._stop_running()
+            for puller in self._pullers.values():
+                await puller.stop()
 
     @property
     def busy(self) -> int:
@@ -103,22 +107,11 @@ class ExecutorWorker:
         while True:
             self._doorbell.clear()
             for priority in PRIORITY_ORDER:
-                msg = await self._pull(queue_consumer(priority))
+                msg = await self._pullers[priority].pull()
                 if msg is not None:
                     return msg
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), IDLE_POLL_SECONDS)
-
-    async def _pull(self, consumer: str) -> Msg | None:
-        """One message from the queue if it has one, without waiting."""
-        request = json.dumps({"batch": 1, "no_wait": True}).encode()
-        try:
-            msg = await self._nc.request(f"$JS.API.CONSUMER.MSG.NEXT.{EVENTS_STREAM}.{consumer}", request, timeout=5)
-        except (NatsTimeout, TimeoutError):
-            return None
-        if msg.headers and msg.headers.get("Status"):
-            return None  # 404 no messages, 408 request expired
-        return msg
 
     async def _handle(self, msg: Msg) -> None:
         try:

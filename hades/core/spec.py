@@ -1,0 +1,480 @@
+"""The job a client submits to ``POST /build``: its models, and the Go Hades's validation message for message.
+
+``parse_job_request`` is the one entry point. It decodes the body as Go's encoding/json decodes into the Go
+structs (strict types, int64 ranges, case-insensitive field names, ``null`` leaves a field as it was, unknown
+fields ignored), then checks the job in the Go order. Every failure is a SpecError whose message is the exact
+plain-text 400 body of the Go API.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from enum import StrEnum
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
+
+from hades.core.errors import SpecError
+from hades.core.memory import INT64_MAX, INT64_MIN, MemoryFormatError, parse_memory
+
+__all__ = [
+    "INVALID_JSON_BODY",
+    "MAX_TIMEOUT_SECONDS",
+    "JobSpec",
+    "Priority",
+    "SpecError",
+    "Step",
+    "is_valid_network",
+    "parse_job_request",
+    "validate_callback_url",
+    "validate_job_spec",
+]
+
+#: The largest timeout whose nanoseconds still fit in an int64.
+MAX_TIMEOUT_SECONDS = 9223372036
+#: The body of every 400 caused by a body that does not decode into the job structs.
+INVALID_JSON_BODY = "Invalid JSON body"
+_UINT64_MAX = 2**64 - 1
+_INVALID_NETWORK = "invalid network mode: must be none, bridge, host, default, or a valid network name"
+
+
+class Priority(StrEnum):
+    """The queue a job waits in; checked high first, then medium, then low."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @classmethod
+    def from_int(cls, n: int) -> Priority:
+        """Go's mapping: 3 and above is high, 1 and below is low, 2 is medium."""
+        if n >= 3:
+            return cls.HIGH
+        return cls.LOW if n <= 1 else cls.MEDIUM
+
+    @property
+    def as_int(self) -> int:
+        """The number Go writes for this priority: high 3, medium 2, low 1."""
+        return {Priority.HIGH: 3, Priority.MEDIUM: 2}.get(self, 1)
+
+
+# -- Go scalar types -----------------------------------------------------------------------------------------
+
+_UUID36 = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID32 = re.compile(rb"[0-9a-fA-F]{32}")
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _go_uuid(value: object) -> object:
+    """Read a UUID string as github.com/google/uuid does.
+
+    It takes the plain form, ``urn:uuid:`` plus it, it wrapped in one character each side, or 32 hex digits.
+    """
+    if value is None or isinstance(value, UUID):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a UUID must be a string")
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) == 45 and raw[:9].lower() == b"urn:uuid:":
+        raw = raw[9:]
+    elif len(raw) == 38:
+        raw = raw[1:37]  # Go drops the first and last byte without looking at them
+    if _UUID36.fullmatch(raw) or _UUID32.fullmatch(raw):
+        return UUID(raw.decode())
+    raise ValueError(f"invalid UUID: {value!r}")
+
+
+def _go_time(value: object) -> object:
+    """Read a timestamp as Go's time.Time.UnmarshalJSON does: strict RFC 3339, always with a zone."""
+    if value is None or (isinstance(value, datetime) and value.tzinfo is not None):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a timestamp must be an RFC 3339 string with a zone")
+    match = _RFC3339.fullmatch(value)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 time: {value!r}")
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    micros = int((match[7] or "")[:6].ljust(6, "0"))  # Go keeps nanoseconds; Python has microseconds
+    return datetime(year, month, day, hour, minute, second, micros, tzinfo=_go_zone(match[8]))
+
+
+def _go_zone(zone: str) -> timezone:
+    if zone == "Z":
+        return UTC
+    hours, minutes = int(zone[1:3]), int(zone[4:6])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"zone offset out of range: {zone}")
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if zone[0] == "-" else offset)
+
+
+_Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
+_UInt64 = Annotated[StrictInt, Field(ge=0, le=_UINT64_MAX)]
+_Metadata = dict[StrictStr, StrictStr]
+_GoUUID = Annotated[UUID | None, BeforeValidator(_go_uuid)]
+_GoTime = Annotated[datetime | None, BeforeValidator(_go_time)]
+
+
+# -- models --------------------------------------------------------------------------------------------------
+
+
+class _GoStruct(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """A JSON ``null`` leaves a Go field at its zero value, so it reads as the default here."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class Step(_GoStruct):
+    """One container run of a job, with the Go field names and types."""
+
+    id: _Int64 = 0
+    name: StrictStr = ""
+    image: StrictStr = ""
+    script: StrictStr = ""
+    continue_on_error: StrictBool = False
+    metadata: _Metadata = Field(default_factory=dict)
+    cpu_limit: _UInt64 = 0
+    memory_limit: StrictStr = ""
+    network: StrictStr = ""
+    memory_swap: StrictStr = ""
+    pids_limit: _Int64 = 0
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """The memory limit in bytes; None when it is empty or does not parse (Go: no limit)."""
+        return _bytes_or_none(self.memory_limit)
+
+    @property
+    def memory_swap_bytes(self) -> int | None:
+        """The memory+swap limit in bytes; None when it is empty or does not parse (Go: no limit)."""
+        return _bytes_or_none(self.memory_swap)
+
+
+class JobSpec(_GoStruct):
+    """A job as submitted (Go's RESTPayload): its steps run in array order."""
+
+    id: _GoUUID = None
+    name: StrictStr = ""
+    timestamp: _GoTime = None
+    metadata: _Metadata = Field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
+    callback_url: StrictStr = ""
+    timeout_seconds: _Int64 = 0
+    priority: _Int64 = 3
+
+    @property
+    def priority_name(self) -> Priority:
+        """The queue this job's priority number maps to."""
+        return Priority.from_int(self.priority)
+
+    @field_serializer("id", when_used="json")
+    def _id_as_text(self, value: object) -> str | None:
+        """Write the id as text even if it was set (via model_copy) to a plain string."""
+        return None if value is None else str(value)
+
+
+def _bytes_or_none(limit: str) -> int | None:
+    if not limit:
+        return None
+    try:
+        return parse_memory(limit)
+    except MemoryFormatError:
+        return None
+
+
+# -- decoding, as encoding/json decodes into the Go structs --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _JSONObject:
+    """A JSON object: its members in document order, repeated keys kept (Go decodes every one of them)."""
+
+    members: list[tuple[str, Any]]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Go matches field names case-insensitively: ASCII letters, plus the four runes that fold onto ASCII ones.
+_FOLD = str.maketrans(
+    {chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)}
+    | {"\u017f": "S", "\u212a": "K", "\u0130": "I", "\u0131": "I"}
+)
+_FOLDED_FIELDS = {
+    model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step)
+}
+
+
+def _bind_error() -> SpecError:
+    return SpecError(INVALID_JSON_BODY)
+
+
+def _go_text(s: str) -> str:
+    """Go decodes an unpaired surrogate escape to U+FFFD; Python keeps it, and nothing can encode it later."""
+    return _LONE_SURROGATE.sub("\ufffd", s)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JSONObject:
+    return _JSONObject([(_go_text(key), _go_text(v) if isinstance(v, str) else v) for key, v in pairs])
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _load_json(body: bytes) -> Any:
+    try:
+        text = body.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_json_object, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _bind_error() from exc
+
+
+def _field_name(model: type[JobSpec] | type[Step], key: str) -> str | None:
+    """The field a JSON key sets: an exact match first, else a case-insensitive one, as in Go."""
+    if key in model.model_fields:
+        return key
+    return _FOLDED_FIELDS[model].get(key.translate(_FOLD))
+
+
+def _decode_struct(model: type[JobSpec] | type[Step], value: Any, into: dict[str, Any]) -> dict[str, Any]:
+    """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top."""
+    if not isinstance(value, _JSONObject):
+        raise _bind_error()
+    decoded = dict(into)
+    for key, member in value.members:
+        name = _field_name(model, key)
+        # Unknown keys are skipped; null leaves the field as it was.
+        if name is not None and member is not None:
+            decoded[name] = _decode_field(model, name, member, decoded.get(name))
+    return decoded
+
+
+def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, current: Any) -> Any:
+    if name == "metadata":
+        return _decode_metadata(value, current or {})
+    if name == "steps":
+        return _decode_steps(value, current or [])
+    try:  # a scalar: check it against the model's own field definition
+        return getattr(model.model_validate({name: value}), name)
+    except ValidationError as exc:
+        raise _bind_error() from exc
+
+
+def _decode_metadata(value: Any, current: dict[str, str]) -> dict[str, str]:
+    if not isinstance(value, _JSONObject):
+        raise _bind_error()
+    merged = dict(current)  # Go decodes into the map it already has
+    for key, item in value.members:
+        if item is not None and not isinstance(item, str):
+            raise _bind_error()
+        merged[key] = item or ""  # Go stores "" for a null map value
+    return merged
+
+
+def _decode_steps(value: Any, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise _bind_error()
+    steps = []
+    for index, item in enumerate(value):  # Go decodes element i on top of the existing element i
+        existing = current[index] if index < len(current) else {}
+        steps.append(existing if item is None else _decode_struct(Step, item, existing))
+    return steps
+
+
+def _decode_job(body: bytes) -> JobSpec:
+    raw = _load_json(body)
+    top = _JSONObject([]) if raw is None else raw  # Go: a top-level null decodes to the zero struct
+    fields = _decode_struct(JobSpec, top, {})
+    try:
+        return JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise _bind_error() from exc
+
+
+# -- validation, in the Go order -----------------------------------------------------------------------------
+
+
+def parse_job_request(body: bytes) -> JobSpec:
+    """Decode and validate a ``POST /build`` body.
+
+    Raises SpecError whose message is the Go API's plain-text 400 body: ``Invalid JSON body`` for anything
+    that does not decode (empty, not UTF-8, not JSON, wrong types, out-of-range integers), otherwise the
+    first problem ``validate_job_spec`` finds.
+    """
+    spec = _decode_job(body)
+    problem = validate_job_spec(spec)
+    if problem is not None:
+        raise SpecError(problem)
+    return spec
+
+
+def validate_job_spec(spec: JobSpec) -> str | None:
+    """The Go API's first complaint about a decoded job (its 400 body), or None when the job is valid.
+
+    The order is Go's: the name, the timeout, then each step in array order, then the callback URL.
+    """
+    if not spec.name:
+        return 'Invalid request payload: "name" is required'
+    if spec.timeout_seconds < 0:
+        return "timeout_seconds cannot be negative"
+    if spec.timeout_seconds > MAX_TIMEOUT_SECONDS:
+        return f"timeout_seconds must not exceed {MAX_TIMEOUT_SECONDS}"
+    for step in spec.steps:
+        problem = _step_problem(step)
+        if problem is not None:
+            return problem
+    reason = validate_callback_url(spec.callback_url) if spec.callback_url else None
+    return None if reason is None else f"Invalid callback_url: {reason}"
+
+
+def _step_problem(step: Step) -> str | None:
+    problem = _memory_problem(step)
+    if problem is not None:
+        return problem
+    if step.pids_limit < 0:
+        return "pids_limit cannot be negative"
+    return None if is_valid_network(step.network) else _INVALID_NETWORK
+
+
+def _memory_problem(step: Step) -> str | None:
+    try:
+        memory = parse_memory(step.memory_limit) if step.memory_limit else None
+    except MemoryFormatError:
+        return "Failed to parse RAM limit"
+    if not step.memory_swap:
+        return None
+    try:
+        swap = parse_memory(step.memory_swap)
+    except MemoryFormatError:
+        return "Failed to parse memory_swap limit"
+    if memory is None:
+        return "memory_swap requires memory_limit to be set"
+    return "memory_swap must be greater than or equal to memory_limit" if swap < memory else None
+
+
+_NETWORK = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+
+
+def is_valid_network(network: str) -> bool:
+    """Empty (the executor's default) or a Docker network name; none, bridge, host and default are names."""
+    return not network or _NETWORK.fullmatch(network) is not None
+
+
+# -- callback URL --------------------------------------------------------------------------------------------
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_BAD_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
+# A host may %-escape only non-ASCII bytes (and %25, the IPv6 zone mark).
+_BAD_HOST_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})|%(?!25)[0-7][0-9A-Fa-f]")
+_BAD_HOST_CHAR = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=<>\"%\x80-\U0010ffff]")
+_USERINFO = re.compile(r"[A-Za-z0-9\-._:~!$&'()*+,;=%@]*")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_PORT = re.compile(r"(:[0-9]*)?")
+
+
+def validate_callback_url(url: str) -> str | None:
+    """Why ``url`` cannot be a callback URL (the Go reason text), or None when it is fine.
+
+    The checks are Go's: it must parse (as Go's url.Parse would), be absolute, use http or https (any case)
+    and name a host. Beyond Go, ``http://:80/`` has no host, and a bracketed host must be a real IPv6 address.
+    """
+    parsed = _parse_url(url)
+    if parsed is None:
+        return "callback URL is not parseable"
+    scheme, host = parsed
+    if not scheme:
+        return "callback URL must be absolute"
+    if scheme.lower() not in ("http", "https"):
+        return "callback URL scheme must be http or https"
+    return None if host else "callback URL must include a host"
+
+
+def _parse_url(url: str) -> tuple[str, str] | None:
+    """Go's url.Parse reduced to what the checks need: (scheme, hostname), or None where Go would fail."""
+    split = _split_reference(url)
+    if split is None:
+        return None
+    scheme, rest = split
+    if scheme and not rest.startswith("/"):
+        return scheme, ""  # opaque, like mailto:x or http:host; Go does not look inside
+    if not scheme and ":" in rest.partition("/")[0]:
+        return None  # Go: first path segment in URL cannot contain colon
+    host = ""
+    if rest.startswith("//") and (scheme or not rest.startswith("///")):
+        authority, slash, path = rest[2:].partition("/")
+        parsed_host = _parse_authority(authority)
+        if parsed_host is None:
+            return None
+        host, rest = parsed_host, slash + path
+    return None if _BAD_ESCAPE.search(rest) else (scheme, host)
+
+
+def _split_reference(url: str) -> tuple[str, str] | None:
+    """(scheme, rest without query and fragment), checking what Go checks on the way."""
+    if _CONTROL.search(url) or url.startswith(":"):
+        return None  # control characters; "missing protocol scheme"
+    url, _, fragment = url.partition("#")
+    if _BAD_ESCAPE.search(fragment):
+        return None
+    match = _SCHEME.match(url)
+    scheme, rest = (match[1], url[match.end() :]) if match else ("", url)
+    return scheme, rest.partition("?")[0]  # Go does not check the query's escapes
+
+
+def _parse_authority(authority: str) -> str | None:
+    userinfo, at, hostport = authority.rpartition("@")
+    host = _parse_host(hostport)
+    if host is None or (at and (not _USERINFO.fullmatch(userinfo) or _BAD_ESCAPE.search(userinfo))):
+        return None
+    return host
+
+
+def _parse_host(hostport: str) -> str | None:
+    """The hostname of ``host[:port]`` or ``[ipv6][:port]``, or None when Go (1.26) would not parse it."""
+    if hostport.startswith("["):
+        literal, bracket, port = hostport[1:].rpartition("]")
+        if not bracket or not _PORT.fullmatch(port) or not _is_ipv6_literal(literal):
+            return None
+        return literal
+    host = hostport.partition(":")[0]
+    if not _PORT.fullmatch(hostport[len(host) :]) or not _is_reg_name(host):
+        return None
+    return host
+
+
+def _is_reg_name(host: str) -> bool:
+    return not _BAD_HOST_CHAR.search(host) and not _BAD_HOST_ESCAPE.search(host)
+
+
+def _is_ipv6_literal(literal: str) -> bool:
+    address, zone_mark, zone = literal.partition("%25")  # RFC 6874 zone, e.g. [fe80::1%25eth0]
+    if zone_mark and (_BAD_HOST_CHAR.search(zone) or _BAD_ESCAPE.search(zone)):
+        return False
+    try:
+        ipaddress.IPv6Address(address)
+    except ValueError:
+        return False
+    return True
