@@ -74,8 +74,9 @@ def _run(coroutine: Coroutine[Any, Any, None]) -> None:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
         asyncio.run(coroutine)
-    else:
-        asyncio.run(coroutine, loop_factory=uvloop.new_event_loop)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(coroutine)
 
 
 def _up(_args: argparse.Namespace, settings: Settings) -> int:
@@ -87,7 +88,10 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
     if url is None:
         store = store_dir_for(settings.data_dir)
         embedded = start_nats(
-            store, port=settings.nats_port, sync_interval=settings.nats_sync_interval, log_file=store / "server.log"
+            store,
+            port=settings.nats_port,
+            sync_interval=settings.nats_sync_interval,
+            log_file=store / "server.log",
         )
         url = embedded.url
         logging.info("embedded nats-server at %s, data in %s", url, store)
@@ -123,7 +127,11 @@ async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
         report = await apply(nc.jetstream(), load_topology(settings.streams_file))
     finally:
         await nc.close()
-    for verb, names in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged)):
+    for verb, names in (
+        ("created", report.created),
+        ("updated", report.updated),
+        ("unchanged", report.unchanged),
+    ):
         for name in names:
             if not quiet or verb != "unchanged":
                 logging.info("%s %s", verb, name)

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     publish_timeout: float = Field(default=5.0, validation_alias="HADES_PUBLISH_TIMEOUT")
 
     # API
-    api_host: str = Field(default="0.0.0.0", validation_alias="API_HOST")  # noqa: S104 - a server listens
+    api_host: str = Field(default="0.0.0.0", validation_alias="API_HOST")
     api_port: int = Field(default=8080, validation_alias="API_PORT")
     auth_key: str = Field(default="", validation_alias="AUTH_KEY")
     api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")

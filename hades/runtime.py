@@ -85,7 +85,11 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
 
 
 async def _executor(
-    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+    settings: Settings,
+    nc: Client,
+    store: NatsEventStore,
+    clock: SystemClock,
+    stack: contextlib.AsyncExitStack,
 ) -> ExecutorWorker:
     defaults = DockerDefaults(
         executor_id=settings.executor_id,
@@ -106,7 +110,12 @@ def _api(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClo
     view = JobsView()
     projections = ProjectionRunner(store.replay, view.apply)
     services = ApiServices(
-        store=store, logs=NatsLogStore(nc), jobs=view, projections=projections, clock=clock, auth_key=settings.auth_key
+        store=store,
+        logs=NatsLogStore(nc),
+        jobs=view,
+        projections=projections,
+        clock=clock,
+        auth_key=settings.auth_key,
     )
     config = uvicorn.Config(
         create_app(services),

@@ -21,7 +21,7 @@ from hades.adapters.nats.server import EmbeddedNats, start_nats
 from hades.adapters.nats.topology import apply, load_topology
 from hades.config import Settings
 from hades.runtime import Roles, serve
-from tests.support.docker_env import SEED_TAGS, BUSYBOX_TAG, ensure_test_images, require_docker
+from tests.support.docker_env import BUSYBOX_TAG, SEED_TAGS, ensure_test_images, require_docker
 
 
 def free_port() -> int:
@@ -31,9 +31,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def eventually(
-    condition: Callable[[], Awaitable[Any]], timeout: float = 30.0, interval: float = 0.05
-) -> Any:
+async def eventually(condition: Callable[[], Awaitable[Any]], timeout: float = 30.0, interval: float = 0.05) -> Any:
     """Poll ``condition`` until it returns something truthy; fail with the last value after ``timeout``."""
     deadline = asyncio.get_running_loop().time() + timeout
     last: Any = None

@@ -203,7 +203,12 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
         case JobStarted():
             steps = tuple(StepState(index=i, step_id=s.id) for i, s in enumerate(state.spec.steps))
             return replace(
-                state, status=Status.RUNNING, started_at=event.at, executor_id=event.executor_id, steps=steps, reason=None
+                state,
+                status=Status.RUNNING,
+                started_at=event.at,
+                executor_id=event.executor_id,
+                steps=steps,
+                reason=None,
             )
         case StepStarted():
             return _with_step(state, event.step_index, status=StepStatus.RUNNING, started_at=event.at)
@@ -270,37 +275,45 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
 
 
 def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event]:
-    job_id = state.job_id
     match command:
         case SubmitJob():
-            raise InvalidTransition(f"job {job_id} exists already")
+            raise InvalidTransition(f"job {state.job_id} exists already")
         case QueueJob():
-            if not state.awaiting_queue:
-                raise InvalidTransition(f"job {job_id} is queued already (attempt {state.attempt})")
-            return [JobQueued(job_id=job_id, at=now, attempt=state.attempt + 1, priority=state.priority)]
-        case StartAttempt(attempt=attempt, executor_id=executor_id):
-            _require_queued(state, attempt)
-            started = JobStarted(job_id=job_id, at=now, attempt=attempt, executor_id=executor_id)
-            if not state.spec.steps:
-                return [started, JobSucceeded(job_id=job_id, at=now, attempt=attempt)]
-            return [started]
+            return [_queue(state, now)]
+        case StartAttempt():
+            return _start_attempt(state, command, now)
         case StartStep():
             return [_start_step(state, command, now)]
         case FinishStep():
             return _finish_step(state, command, now)
-        case RequeueJob(attempt=attempt, reason=reason):
-            _require_attempt(state, attempt)
-            return [
-                JobQueued(job_id=job_id, at=now, attempt=attempt + 1, priority=state.priority, reason=reason)
-            ]
-        case FailJob(attempt=attempt, reason=reason):
-            _require_attempt(state, attempt)
-            return [JobFailed(job_id=job_id, at=now, attempt=attempt, reason=cap_reason(reason))]
-        case StopJob(attempt=attempt, reason=reason):
-            _require_attempt(state, attempt)
-            return [JobStopped(job_id=job_id, at=now, attempt=attempt, reason=cap_reason(reason))]
+        case RequeueJob() | FailJob() | StopJob():
+            return [_end_attempt(state, command, now)]
         case _:
             assert_never(command)
+
+
+def _queue(state: JobState, now: datetime) -> JobQueued:
+    if not state.awaiting_queue:
+        raise InvalidTransition(f"job {state.job_id} is queued already (attempt {state.attempt})")
+    return JobQueued(job_id=state.job_id, at=now, attempt=state.attempt + 1, priority=state.priority)
+
+
+def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
+    _require_queued(state, command.attempt)
+    started = JobStarted(job_id=state.job_id, at=now, attempt=command.attempt, executor_id=command.executor_id)
+    if not state.spec.steps:
+        return [started, JobSucceeded(job_id=state.job_id, at=now, attempt=command.attempt)]
+    return [started]
+
+
+def _end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: datetime) -> Event:
+    _require_attempt(state, command.attempt)
+    job_id, attempt, reason = state.job_id, command.attempt, cap_reason(command.reason)
+    if isinstance(command, RequeueJob):
+        return JobQueued(job_id=job_id, at=now, attempt=attempt + 1, priority=state.priority, reason=reason)
+    if isinstance(command, FailJob):
+        return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
+    return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)
 
 
 def _require_queued(state: JobState, attempt: int) -> None:
@@ -326,7 +339,12 @@ def _start_step(state: JobState, command: StartStep, now: datetime) -> StepStart
         raise InvalidTransition(f"job {state.job_id}: step index {index} is not the next step")
     step = state.spec.steps[index]
     return StepStarted(
-        job_id=state.job_id, at=now, attempt=command.attempt, step_index=index, step_id=step.id, image=step.image
+        job_id=state.job_id,
+        at=now,
+        attempt=command.attempt,
+        step_index=index,
+        step_id=step.id,
+        image=step.image,
     )
 
 

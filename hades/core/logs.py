@@ -84,6 +84,4 @@ def coalesce(batches: list[Log]) -> list[Log]:
             lines[batch.container_id] = []
         if batch.logs:
             lines[batch.container_id].extend(batch.logs)
-    return [
-        log.model_copy(update={"logs": lines[cid] or None}) for cid, log in merged.items()
-    ]
+    return [log.model_copy(update={"logs": lines[cid] or None}) for cid, log in merged.items()]

@@ -35,9 +35,7 @@ def parse_memory(s: str) -> int:
         raise MemoryFormatError(f"memory limit cannot be negative: {value}")
     factor = _UNIT_BYTES.get(unit)
     if factor is None:
-        raise MemoryFormatError(
-            f"unsupported memory unit {go_quote(unit)}: must be G (gigabytes) or M (megabytes)"
-        )
+        raise MemoryFormatError(f"unsupported memory unit {go_quote(unit)}: must be G (gigabytes) or M (megabytes)")
     if value * factor > INT64_MAX:
         raise MemoryFormatError(f"memory limit too large: {s} is more than {INT64_MAX} bytes")
     return value * factor

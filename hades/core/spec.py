@@ -222,9 +222,7 @@ _FOLD = str.maketrans(
     {chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)}
     | {"\u017f": "S", "\u212a": "K", "\u0130": "I", "\u0131": "I"}
 )
-_FOLDED_FIELDS = {
-    model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step)
-}
+_FOLDED_FIELDS = {model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step)}
 
 
 def _bind_error() -> SpecError:

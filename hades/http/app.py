@@ -40,7 +40,7 @@ def create_app(services: ApiServices) -> Litestar:
     return Litestar(
         route_handlers=[ping, submit_build, list_jobs, get_job, get_status, get_logs, get_events, health],
         state=State({"services": services}),
-        after_request=_security_headers,  # type: ignore[arg-type]
+        after_request=_security_headers,
         openapi_config=None,
         request_max_body_size=10 * 1024 * 1024,
     )

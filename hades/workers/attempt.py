@@ -11,12 +11,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from hades.adapters.nats.log_store import StepLogWriter
 from hades.core.errors import InvalidTransition
 from hades.core.lifecycle import FailJob, FinishStep, RequeueJob, StartAttempt, StartStep, Status
 from hades.core.ports import ExecutionError, Executor
 from hades.workers.jobs import JobHandle
-
-from hades.adapters.nats.log_store import StepLogWriter
 
 log = logging.getLogger(__name__)
 

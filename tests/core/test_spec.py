@@ -94,9 +94,7 @@ def test_seed_simple_job_with_callback_parses() -> None:
         "metadata": {"GLOBAL": "test"},
         "callback_url": "http://localhost:8082/adapter/logs",
         "status_callback_url": "http://localhost:8082/adapter/job-status",
-        "steps": [
-            {"id": 1, "name": "Hello World", "image": "alpine:latest", "script": "echo 'Hello, Hades!'"}
-        ],
+        "steps": [{"id": 1, "name": "Hello World", "image": "alpine:latest", "script": "echo 'Hello, Hades!'"}],
     }
     spec = parse_job_request(body(raw))
     assert spec.metadata == {"GLOBAL": "test"}
@@ -161,9 +159,7 @@ def test_field_names_match_case_insensitively_as_in_go() -> None:
 
 
 def test_repeated_keys_decode_on_top_of_each_other() -> None:
-    raw = (
-        b'{"name":"job","metadata":{"a":"1"},"metadata":{"b":"2"},"steps":[{"image":"x"}],"steps":[{"id":2}]}'
-    )
+    raw = b'{"name":"job","metadata":{"a":"1"},"metadata":{"b":"2"},"steps":[{"image":"x"}],"steps":[{"id":2}]}'
     spec = parse_job_request(raw)
     assert spec.metadata == {"a": "1", "b": "2"}
     assert spec.steps == (Step(image="x", id=2),)
@@ -177,9 +173,7 @@ def test_a_bad_value_under_a_repeated_key_is_still_an_error() -> None:
 
 
 def test_null_fields_take_their_defaults() -> None:
-    nulls = dict.fromkeys(
-        ["id", "timestamp", "metadata", "steps", "callback_url", "timeout_seconds", "priority"]
-    )
+    nulls = dict.fromkeys(["id", "timestamp", "metadata", "steps", "callback_url", "timeout_seconds", "priority"])
     spec = parse_job_request(job(**nulls))
     assert spec == JobSpec(name="job")
     assert spec.priority == 3
@@ -358,9 +352,7 @@ def test_name_is_required(payload: dict[str, Any]) -> None:
 
 def test_timeout_bounds() -> None:
     assert error_of(job(timeout_seconds=-1)) == "timeout_seconds cannot be negative"
-    assert (
-        error_of(job(timeout_seconds=MAX_TIMEOUT_SECONDS + 1)) == "timeout_seconds must not exceed 9223372036"
-    )
+    assert error_of(job(timeout_seconds=MAX_TIMEOUT_SECONDS + 1)) == "timeout_seconds must not exceed 9223372036"
     assert error_of(job(timeout_seconds=2**63 - 1)) == "timeout_seconds must not exceed 9223372036"
     assert parse_job_request(job(timeout_seconds=MAX_TIMEOUT_SECONDS)).timeout_seconds == MAX_TIMEOUT_SECONDS
 
@@ -370,9 +362,7 @@ def test_name_beats_timeout() -> None:
 
 
 def test_timeout_beats_steps() -> None:
-    assert (
-        error_of(job(timeout_seconds=-1, steps=[{"pids_limit": -1}])) == "timeout_seconds cannot be negative"
-    )
+    assert error_of(job(timeout_seconds=-1, steps=[{"pids_limit": -1}])) == "timeout_seconds cannot be negative"
 
 
 @pytest.mark.parametrize(
@@ -421,10 +411,7 @@ def test_order_within_a_step(step: dict[str, Any], message: str) -> None:
 def test_valid_step_limits() -> None:
     step = {"memory_limit": "512m", "memory_swap": "512M", "pids_limit": 0, "network": "bridge"}
     assert parse_job_request(job(steps=[step])).steps[0].memory_swap_bytes == 512 * 1024**2
-    assert (
-        parse_job_request(job(steps=[{"memory_limit": "1g", "memory_swap": "2G"}])).steps[0].memory_bytes
-        == 1024**3
-    )
+    assert parse_job_request(job(steps=[{"memory_limit": "1g", "memory_swap": "2G"}])).steps[0].memory_bytes == 1024**3
 
 
 def test_first_step_error_beats_second() -> None:
@@ -434,9 +421,7 @@ def test_first_step_error_beats_second() -> None:
 
 
 def test_steps_beat_callback() -> None:
-    assert (
-        error_of(job(steps=[{"pids_limit": -1}], callback_url="ftp://x")) == "pids_limit cannot be negative"
-    )
+    assert error_of(job(steps=[{"pids_limit": -1}], callback_url="ftp://x")) == "pids_limit cannot be negative"
 
 
 @pytest.mark.parametrize(
@@ -518,9 +503,7 @@ def test_valid_networks(network: str) -> None:
     assert is_valid_network(network)
 
 
-@pytest.mark.parametrize(
-    "network", ["-net", "_net", ".net", "my net", "net/x", "nét", "net\n", "container:abc"]
-)
+@pytest.mark.parametrize("network", ["-net", "_net", ".net", "my net", "net/x", "nét", "net\n", "container:abc"])
 def test_invalid_networks(network: str) -> None:
     assert not is_valid_network(network)
 
@@ -591,9 +574,7 @@ def test_spec_error_is_the_domain_error() -> None:
 
 # -- nothing but SpecError, whatever comes in ----------------------------------------------------------------
 
-_SCALARS = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
-)
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 JSON_VALUES = st.recursive(
     _SCALARS,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
@@ -605,9 +586,7 @@ STEPS = st.dictionaries(st.sampled_from(_STEP_KEYS), _STEP_VALUES, max_size=6)
 _JOB_KEYS = [*JobSpec.model_fields, "NAME", "unknown"]
 JOBS = st.dictionaries(
     st.sampled_from(_JOB_KEYS),
-    JSON_VALUES
-    | st.lists(STEPS | st.none(), max_size=3)
-    | st.sampled_from(["job", "http://x/", "ftp://[::1"]),
+    JSON_VALUES | st.lists(STEPS | st.none(), max_size=3) | st.sampled_from(["job", "http://x/", "ftp://[::1"]),
     max_size=8,
 )
 

@@ -79,8 +79,15 @@ async def test_seed_multi_step_example_succeeds_and_shares_the_workspace(
     assert job_id in (await hades.client.get("/jobs")).json()["jobs"]
     events = (await hades.client.get(f"/jobs/{job_id}/events")).json()["events"]
     assert [e["type"] for e in events] == [
-        "submitted", "queued", "started",
-        "step_started", "step_finished", "step_started", "step_finished", "step_started", "step_finished",
+        "submitted",
+        "queued",
+        "started",
+        "step_started",
+        "step_finished",
+        "step_started",
+        "step_finished",
+        "step_started",
+        "step_finished",
         "succeeded",
     ]
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
@@ -142,9 +149,7 @@ async def test_continue_on_error_runs_on_and_the_job_succeeds(
     assert messages(logs[1]) == [f"job step {job_id} tolerant", "/shared"]
 
 
-async def test_a_missing_image_fails_the_job_with_the_reason(
-    docker_images: list[str], start_hades: StartHades
-) -> None:
+async def test_a_missing_image_fails_the_job_with_the_reason(docker_images: list[str], start_hades: StartHades) -> None:
     hades = await start_hades()
     job_id = await hades.submit({"name": "no image", "steps": [{"id": 1, "image": "nosuch/image:1"}]})
 
@@ -158,9 +163,7 @@ async def test_a_missing_image_fails_the_job_with_the_reason(
     assert await leftovers(job_id) == ([], [])
 
 
-async def test_a_step_without_script_runs_the_image_command(
-    docker_images: list[str], start_hades: StartHades
-) -> None:
+async def test_a_step_without_script_runs_the_image_command(docker_images: list[str], start_hades: StartHades) -> None:
     hades = await start_hades()
     # The test image's own command is `sh`, which exits at once on an empty stdin.
     job_id = await hades.submit({"name": "image cmd", "steps": [{"id": 1, "image": "alpine:latest"}]})
@@ -183,7 +186,9 @@ async def test_restart_rebuilds_the_same_views_and_runs_what_was_queued_meanwhil
 
     # While no executor runs, a job is accepted and waits.
     api_only = await start_hades(Roles(api=True, scheduler=True))
-    waiting = await api_only.submit({"name": "meanwhile", "steps": [{"id": 1, "image": "alpine:latest", "script": "echo b"}]})
+    waiting = await api_only.submit(
+        {"name": "meanwhile", "steps": [{"id": 1, "image": "alpine:latest", "script": "echo b"}]}
+    )
     assert (await api_only.client.get(f"/jobs/{waiting}/status")).json() == {"status": "Queued"}
     await api_only.stop()
 
@@ -191,7 +196,7 @@ async def test_restart_rebuilds_the_same_views_and_runs_what_was_queued_meanwhil
     after = {path: (await again.client.get(path)).json() for path in before}
     assert after == before
     assert (await again.wait_terminal(waiting))["status"] == "Succeeded"
-    assert job_ids_in_order(await again.client.get("/jobs")) [-2:] == [done, waiting]
+    assert job_ids_in_order(await again.client.get("/jobs"))[-2:] == [done, waiting]
 
 
 def job_ids_in_order(response: Any) -> list[str]:

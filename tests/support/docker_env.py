@@ -90,9 +90,7 @@ def ensure_test_images(tags: list[str]) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError(f"{script} {' '.join(tags)} could not run: {exc}") from exc
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"{script} {' '.join(tags)} failed with exit code {proc.returncode}:\n{proc.stdout}"
-        )
+        raise RuntimeError(f"{script} {' '.join(tags)} failed with exit code {proc.returncode}:\n{proc.stdout}")
 
 
 def require_docker() -> None:
@@ -101,10 +99,7 @@ def require_docker() -> None:
 
     if docker_available():
         return
-    msg = (
-        f"Docker engine not answering on {docker_socket_path()} "
-        "(start one with: sudo scripts/start-dockerd.sh)"
-    )
+    msg = f"Docker engine not answering on {docker_socket_path()} (start one with: sudo scripts/start-dockerd.sh)"
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {msg}; Docker tests must not be skipped in CI", pytrace=False)
     pytest.skip(msg)

@@ -92,9 +92,7 @@ class DockerExecutor:
 
     async def cleanup(self, job: JobState) -> None:
         """Remove every container labelled with the job, then its volume."""
-        containers = await self.docker.containers.list(
-            all=True, filters={"label": [f"{LABEL_JOB}={job.job_id}"]}
-        )
+        containers = await self.docker.containers.list(all=True, filters={"label": [f"{LABEL_JOB}={job.job_id}"]})
         for container in containers:
             await self._remove(container)
         with contextlib.suppress(DockerError):

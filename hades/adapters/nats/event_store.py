@@ -35,11 +35,17 @@ def job_filter(job_id: str) -> str:
 
 
 def message_id(event: Event) -> str:
-    """A stable id per logical append, so a retry of the same append is recognised."""
-    attempt = getattr(event, "attempt", 0)
-    step = getattr(event, "step_index", None)
-    suffix = f":{step}" if step is not None else ""
-    return f"{event.job_id}:{event.type}:{attempt}{suffix}"
+    """A stable id per logical append, so a retry of the same append is recognised as landed.
+
+    It names who appends where several could: two executors racing to start one attempt append under
+    different ids, so the loser sees a conflict, never "my append landed".
+    """
+    parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
+    for field in ("step_index", "executor_id"):
+        value = getattr(event, field, None)
+        if value is not None:
+            parts.append(str(value))
+    return ":".join(parts)
 
 
 class NatsEventStore:
@@ -108,9 +114,7 @@ class NatsEventStore:
     async def replay(self, from_seq: int = 1) -> AsyncIterator[Recorded]:
         """Every event from ``from_seq``, then live ones, through an ordered consumer (the fast read path)."""
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(from_seq, 1))
-        sub = await self._js.subscribe(
-            "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config
-        )
+        sub = await self._js.subscribe("hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config)
         try:
             while True:
                 msg = await sub.next_msg(timeout=None)

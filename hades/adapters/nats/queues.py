@@ -7,7 +7,6 @@ own inbox subscription, and a no-wait pull request answers at once with a messag
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from nats.aio.client import Client
@@ -50,15 +49,15 @@ class NoWaitPuller:
                     return msg
                 if msg.headers and msg.headers.get("Status") in ("404", "408"):
                     return None
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             return None
 
     def _take_pending(self) -> Msg | None:
         assert self._sub is not None
-        queue = self._sub._pending_queue  # noqa: SLF001 - nats-py has no public "peek without waiting"
+        queue = self._sub._pending_queue
         while not queue.empty():
             msg = queue.get_nowait()
-            self._sub._pending_size -= len(msg.data)  # noqa: SLF001
+            self._sub._pending_size -= len(msg.data)
             if not _is_status(msg):
                 return msg
         return None

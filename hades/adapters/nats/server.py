@@ -66,7 +66,17 @@ def start_nats(
     if sync_interval:
         jetstream["sync_interval"] = sync_interval
     config.write_text(f"jetstream {json.dumps(jetstream)}\n")
-    args = [nats_server_binary(), "-c", str(config), "-a", host, "-p", str(port), "--ports_file_dir", str(ports_dir)]
+    args = [
+        nats_server_binary(),
+        "-c",
+        str(config),
+        "-a",
+        host,
+        "-p",
+        str(port),
+        "--ports_file_dir",
+        str(ports_dir),
+    ]
     if log_file is not None:
         args += ["-l", str(log_file)]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
