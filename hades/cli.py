@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     except httpx.HTTPError as error:
         print(f"hades: cannot reach {settings.client_api_url}: {error}", file=sys.stderr)
         return 2
+    except (RuntimeError, OSError) as error:
+        print(f"hades: {error}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -99,7 +99,11 @@ async def _executor(
     )
     defaults.memory_bytes  # noqa: B018 - a bad DOCKER_MEMORY_LIMIT fails at start-up, not per job
     docker = DockerExecutor(defaults, settings.docker_pull_policy, settings.docker_host)
-    await docker.start()
+    try:
+        await docker.start()
+    except Exception as error:
+        where = settings.docker_host or "the default socket"
+        raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
     stack.push_async_callback(docker.close)
     logs = NatsLogStore(nc)
     runner = AttemptRunner(docker, logs.writer, settings.executor_id)

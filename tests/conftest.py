@@ -43,6 +43,13 @@ async def eventually(condition: Callable[[], Awaitable[Any]], timeout: float = 3
     raise AssertionError(f"condition not met within {timeout}s; last value: {last!r}")
 
 
+@pytest.fixture(autouse=True)
+def _docker_marker(request: pytest.FixtureRequest) -> None:
+    """Tests marked ``docker`` skip without an engine on a laptop and fail without one under CI=true."""
+    if request.node.get_closest_marker("docker") is not None:
+        require_docker()
+
+
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[EmbeddedNats]:
     """One nats-server with JetStream for the session, on a free port, storing in a temp folder."""

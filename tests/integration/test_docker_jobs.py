@@ -214,3 +214,28 @@ async def test_jobs_run_concurrently_up_to_the_limit(docker_images: list[str], s
     starts = sorted(d["started_at"] for d in details)
     finishes = sorted(d["finished_at"] for d in details)
     assert starts[-1] < finishes[0]  # all three ran at once
+
+
+async def test_the_job_timeout_kills_the_step_and_fails_the_job(
+    docker_images: list[str], start_hades: StartHades
+) -> None:
+    hades = await start_hades()
+    job_id = await hades.submit(
+        {
+            "name": "slow",
+            "timeout_seconds": 1,
+            "steps": [
+                {"id": 1, "image": "alpine:latest", "script": "echo started; sleep 60"},
+                {"id": 2, "image": "alpine:latest", "script": "echo never"},
+            ],
+        }
+    )
+
+    detail = await hades.wait_terminal(job_id, timeout=30)
+
+    assert detail["status"] == "Failed"
+    assert detail["reason"] == "job timed out after 1 seconds"
+    assert [s["status"] for s in detail["steps"]] == ["Running", "Pending"]
+    logs = (await hades.client.get(f"/jobs/{job_id}/logs")).json()["logs"]
+    assert messages(logs[0]) == ["started"]
+    assert await leftovers(job_id) == ([], [])
