@@ -64,7 +64,9 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
     stack = contextlib.AsyncExitStack()
     try:
         if roles.scheduler:
-            broker = NatsBroker(nats_url, logger=logging.getLogger("hades.faststream"), log_level=logging.DEBUG)
+            broker_log = logging.getLogger("hades.faststream")
+            broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
+            broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
             broker.include_router(scheduler_router(store, clock))
             await broker.start()
             stack.push_async_callback(broker.stop)
@@ -129,9 +131,18 @@ def _api(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClo
         lifespan="off",
     )
     server = _ApiServer(config)
+
+    async def serve_when_caught_up() -> None:
+        # Answer only once the views hold everything that was in the log at start, so a restarted API never
+        # reports a known job as missing.
+        target = await store.stream_last_seq()
+        while not await projections.wait_for(target, timeout=10):
+            log.info("replaying the event log: %d of %d events", projections.applied, target)
+        await server.serve()
+
     return [
         asyncio.create_task(projections.run(), name="projections"),
-        asyncio.create_task(server.serve(), name="api"),
+        asyncio.create_task(serve_when_caught_up(), name="api"),
     ]
 
 
