@@ -117,3 +117,24 @@ async def test_replay_reads_everything_then_follows_live(event_store: NatsEventS
     await asyncio.wait_for(live.wait(), 10)
     await task
     assert seen == sorted(seen) and seen[0] == 1 and seq in seen
+
+
+async def test_a_multi_event_append_lands_whole_or_not_at_all(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    await event_store.append(job, [queued(job)], seq)
+    stale = [JobStarted(job_id=job, at=NOW, attempt=1, executor_id="x"), queued(job, attempt=2)]
+
+    with pytest.raises(ConcurrencyConflict):
+        await event_store.append(job, stale, seq)
+
+    assert [r.event.type for r in await event_store.history(job)] == ["submitted", "queued"]
+
+
+async def test_a_retried_multi_event_append_is_recognised(event_store: NatsEventStore) -> None:
+    job = str(uuid.uuid4())
+    both = [submitted(job), queued(job)]
+    landed = await event_store.append(job, both, 0)
+
+    assert await event_store.append(job, both, 0) == landed
+    assert len(await event_store.history(job)) == 2

@@ -8,11 +8,13 @@ on a conflict we look at the job's newest event: if it carries our msg id, the a
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 
+from nats import nuid
 from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
@@ -20,7 +22,8 @@ from hades.core.errors import ConcurrencyConflict
 from hades.core.events import Event
 from hades.core.ports import Recorded
 
-_WRONG_LAST_SEQUENCE = 10071
+#: Refusals that mean "the log moved": a stale expectation (10071) or a batch whose msg id is stored (10201).
+_ALREADY_THERE = (10071, 10201)
 _MSG_ID = "Nats-Msg-Id"
 
 
@@ -57,31 +60,46 @@ class NatsEventStore:
         self._timeout = publish_timeout
 
     async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
-        """Append in order after ``expected_seq``; returns the sequence of the last one."""
-        seq = expected_seq
-        for event in events:
-            seq = await self._append_one(job_id, event, seq)
-        return seq
+        """Append all of ``events`` or none, after ``expected_seq``; returns the sequence of the last one.
 
-    async def _append_one(self, job_id: str, event: Event, expected_seq: int) -> int:
-        msg_id = message_id(event)
-        headers = {
-            "Nats-Expected-Last-Subject-Sequence": str(expected_seq),
-            "Nats-Expected-Last-Subject-Sequence-Subject": job_filter(job_id),
-            _MSG_ID: msg_id,
-        }
+        Several events (``step_finished`` with ``failed``, ``submitted`` with ``queued``) go in one atomic batch,
+        so a crash can never leave half of a decision in the log.
+        """
+        if not events:
+            return expected_seq
+        headers = [{_MSG_ID: message_id(event)} for event in events]
+        headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
+        headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = job_filter(job_id)
         try:
-            ack = await self._js.publish(
-                event_subject(event), encode_event(event), timeout=self._timeout, headers=headers
-            )
-        except BadRequestError as error:
-            if error.err_code != _WRONG_LAST_SEQUENCE:
+            if len(events) == 1:
+                ack = await self._js.publish(
+                    event_subject(events[0]), encode_event(events[0]), timeout=self._timeout, headers=headers[0]
+                )
+                return int(ack.seq)
+            return await self._append_batch(events, headers)
+        except APIError as error:
+            if error.err_code not in _ALREADY_THERE:
                 raise
             last = await self._last(job_id)
-            if last is not None and last[1] == msg_id:
-                return last[0]
+            if last is not None and last[1] == headers[-1][_MSG_ID]:
+                return last[0]  # our own append had landed; its ack was lost
             raise ConcurrencyConflict(job_id, expected_seq, last[0] if last else None) from error
-        return int(ack.seq)
+
+    async def _append_batch(self, events: Sequence[Event], headers: list[dict[str, str]]) -> int:
+        """A JetStream atomic batch (nats-server 2.12+): every message stored, or none."""
+        batch_id = nuid.NUID().next().decode()
+        last = len(events)
+        for number, (event, header) in enumerate(zip(events, headers, strict=True), start=1):
+            header = {**header, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
+            if number < last:
+                await self._nc.publish(event_subject(event), encode_event(event), headers=header)
+                continue
+            header["Nats-Batch-Commit"] = "1"
+            reply = await self._nc.request(event_subject(event), encode_event(event), self._timeout, headers=header)
+        answer = json.loads(reply.data)
+        if "error" in answer:
+            raise APIError(**answer["error"])
+        return int(answer["seq"])
 
     async def _last(self, job_id: str) -> tuple[int, str | None] | None:
         try:

@@ -46,6 +46,7 @@ class StreamSpec(BaseModel):
     max_msg_size: int = -1
     duplicate_window: float = 120
     allow_direct: bool = True
+    allow_atomic: bool = False
     replicas: int = 1
 
     def config(self, name: str) -> StreamConfig:
@@ -62,6 +63,7 @@ class StreamSpec(BaseModel):
             max_msg_size=self.max_msg_size,
             duplicate_window=self.duplicate_window,
             allow_direct=self.allow_direct,
+            allow_atomic=self.allow_atomic or None,
             num_replicas=self.replicas,
         )
 
