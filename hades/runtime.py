@@ -79,9 +79,7 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
         await _until_stopped(stop, tasks)
     finally:
         for task in reversed(tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await _cancel(task)
         await stack.aclose()
         await nc.close()
 
@@ -154,6 +152,15 @@ async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -
     for task in done:
         if task is not stopper and not task.cancelled() and task.exception() is not None:
             raise RuntimeError(f"role {task.get_name()} stopped") from task.exception()
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel and wait; cancel again if a library swallowed the first one (nats-py can, mid-reply)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=1)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("role %s ended with an error", task.get_name(), exc_info=task.exception())
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -29,3 +29,16 @@ class ConcurrencyConflict(HadesError):
         self.job_id = job_id
         self.expected = expected
         self.actual = actual
+
+
+class EventTooLarge(HadesError):
+    """An event is larger than the log accepts in one message (a job spec too big to store)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"job too large: {size} bytes encoded, the limit is {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class StoreUnavailable(HadesError):
+    """The event log could not be reached or refused the append for a reason other than a conflict."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from litestar import Litestar, Response, get
-from litestar.datastructures import State
+from litestar import Litestar, Request, Response, get
+from litestar.datastructures import MutableScopeHeaders, State
+from litestar.exceptions import NotAuthorizedException
+from litestar.types import Message, Scope
 
 from hades.http.build import submit_build
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
@@ -30,9 +33,17 @@ def ping() -> dict[str, str]:
     return {"status": "ok", "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
-def _security_headers(response: Response[object]) -> Response[object]:
-    response.headers.update(SECURITY_HEADERS)
-    return response
+def _security_headers(message: Message, _scope: Scope) -> None:
+    """On every response, error responses built from exceptions included."""
+    if message["type"] == "http.response.start":
+        headers = MutableScopeHeaders.from_message(message)
+        for name, value in SECURITY_HEADERS.items():
+            headers[name] = value
+
+
+def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedException) -> Response[bytes]:
+    """Gin's stock Basic-auth refusal: 401, an empty body, the challenge header."""
+    return Response(content=b"", status_code=401, headers=error.headers or {})
 
 
 def create_app(services: ApiServices) -> Litestar:
@@ -40,7 +51,8 @@ def create_app(services: ApiServices) -> Litestar:
     return Litestar(
         route_handlers=[ping, submit_build, list_jobs, get_job, get_status, get_logs, get_events, health],
         state=State({"services": services}),
-        after_request=_security_headers,
+        before_send=[_security_headers],
+        exception_handlers={NotAuthorizedException: _unauthorized},
         openapi_config=None,
         request_max_body_size=10 * 1024 * 1024,
     )

@@ -10,7 +10,7 @@ from litestar import Request, Response, post
 from litestar.datastructures import State
 from litestar.enums import MediaType
 
-from hades.core.errors import HadesError, SpecError
+from hades.core.errors import EventTooLarge, HadesError, SpecError
 from hades.core.lifecycle import SubmitJob, decide
 from hades.core.spec import parse_job_request
 from hades.http.auth import USER, basic_auth_guard
@@ -36,8 +36,11 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     events = decide(None, SubmitJob(job_id=job_id, spec=spec, submitted_by=by), services.clock.now())
     try:
         seq = await services.store.append(job_id, events, 0)
-    except (HadesError, OSError, TimeoutError) as error:
+    except EventTooLarge as error:
+        return _text(413, str(error))
+    except HadesError as error:
         log.error("could not enqueue job %s: %s", job_id, error)
         return _text(500, "Failed to enqueue job")
-    await services.projections.wait_for(seq)
+    if not await services.projections.wait_for(seq):
+        log.warning("job %s was enqueued but the API's views lag behind the log", job_id)
     return Response(content={"message": "Successfully enqueued job", "job_id": job_id}, status_code=200)

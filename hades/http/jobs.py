@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from litestar import Request, Response, get
@@ -21,6 +22,14 @@ def _services(request: Request[Any, Any, State]) -> ApiServices:
 
 def _not_found(job_id: str) -> Response[dict[str, str]]:
     return Response(content={"error": f"job not found: {job_id}"}, status_code=404)
+
+
+def _is_job_id(job_id: str) -> bool:
+    """Job ids are UUIDs; anything else (``*``, ``>``, dots) must never reach a NATS subject."""
+    try:
+        return str(uuid.UUID(job_id)) == job_id
+    except ValueError:
+        return False
 
 
 @get("/jobs", guards=[basic_auth_guard], sync_to_thread=False)
@@ -50,6 +59,8 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
 @get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
 async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """One Log per step in step order (silent steps included), read from the log stream."""
+    if not _is_job_id(job_id):
+        return {"logs": []}
     batches = await _services(request).logs.read(job_id)
     return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
 
@@ -57,7 +68,7 @@ async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> 
 @get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])
 async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """The job's history, oldest first."""
-    history = await _services(request).store.history(job_id)
+    history = await _services(request).store.history(job_id) if _is_job_id(job_id) else []
     if not history:
         return _not_found(job_id)
     return Response(content={"events": [event_row(r) for r in history]})

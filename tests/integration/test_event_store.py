@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from nats.aio.client import Client
 
-from hades.adapters.nats.event_store import NatsEventStore, event_subject, job_filter
+from hades.adapters.nats.event_store import NatsEventStore, event_subject
+from hades.adapters.nats.subjects import job_events
 from hades.core.codec import encode_event
 from hades.core.errors import ConcurrencyConflict
 from hades.core.events import JobQueued, JobStarted, JobSubmitted
@@ -80,7 +81,7 @@ async def test_a_conflict_is_reported_when_someone_else_appended(event_store: Na
         encode_event(other),
         headers={
             "Nats-Expected-Last-Subject-Sequence": str(seq),
-            "Nats-Expected-Last-Subject-Sequence-Subject": job_filter(job),
+            "Nats-Expected-Last-Subject-Sequence-Subject": job_events(job),
         },
     )
     with pytest.raises(ConcurrencyConflict):

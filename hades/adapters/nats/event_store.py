@@ -13,28 +13,27 @@ from collections.abc import AsyncIterator, Sequence
 
 from nats import nuid
 from nats.aio.client import Client
+from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 
+from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
-from hades.core.errors import ConcurrencyConflict
+from hades.core.errors import ConcurrencyConflict, EventTooLarge, StoreUnavailable
 from hades.core.events import Event
 from hades.core.ports import Recorded
 
 #: Refusals that mean "the log moved": a stale expectation (10071) or a batch whose msg id is stored (10201).
 _ALREADY_THERE = (10071, 10201)
 _MSG_ID = "Nats-Msg-Id"
+#: Room kept for the headers of an append within the server's maximum message size.
+_HEADER_ALLOWANCE = 1024
 
 
 def event_subject(event: Event) -> str:
     """``hades.events.<job_id>.<token>``."""
-    return f"hades.events.{event.job_id}.{event.subject_token}"
-
-
-def job_filter(job_id: str) -> str:
-    """Every event subject of one job."""
-    return f"hades.events.{job_id}.>"
+    return job_event(event.job_id, event.subject_token)
 
 
 def message_id(event: Event) -> str:
@@ -67,35 +66,45 @@ class NatsEventStore:
         """
         if not events:
             return expected_seq
+        bodies = [encode_event(event) for event in events]
+        self._check_size(bodies)
         headers = [{_MSG_ID: message_id(event)} for event in events]
         headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
-        headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = job_filter(job_id)
+        headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = job_events(job_id)
         try:
             if len(events) == 1:
                 ack = await self._js.publish(
-                    event_subject(events[0]), encode_event(events[0]), timeout=self._timeout, headers=headers[0]
+                    event_subject(events[0]), bodies[0], timeout=self._timeout, headers=headers[0]
                 )
                 return int(ack.seq)
-            return await self._append_batch(events, headers)
+            return await self._append_batch(events, bodies, headers)
         except APIError as error:
             if error.err_code not in _ALREADY_THERE:
-                raise
+                raise StoreUnavailable(f"the event log refused an append: {error.description}") from error
             last = await self._last(job_id)
             if last is not None and last[1] == headers[-1][_MSG_ID]:
                 return last[0]  # our own append had landed; its ack was lost
             raise ConcurrencyConflict(job_id, expected_seq, last[0] if last else None) from error
+        except (NatsError, TimeoutError) as error:
+            raise StoreUnavailable(f"the event log is unreachable: {error!r}") from error
 
-    async def _append_batch(self, events: Sequence[Event], headers: list[dict[str, str]]) -> int:
+    def _check_size(self, bodies: list[bytes]) -> None:
+        limit = self._nc.max_payload - _HEADER_ALLOWANCE
+        for body in bodies:
+            if len(body) > limit:
+                raise EventTooLarge(len(body), limit)
+
+    async def _append_batch(self, events: Sequence[Event], bodies: list[bytes], headers: list[dict[str, str]]) -> int:
         """A JetStream atomic batch (nats-server 2.12+): every message stored, or none."""
         batch_id = nuid.NUID().next().decode()
         last = len(events)
-        for number, (event, header) in enumerate(zip(events, headers, strict=True), start=1):
+        for number, (event, body, header) in enumerate(zip(events, bodies, headers, strict=True), start=1):
             header = {**header, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(number)}
             if number < last:
-                await self._nc.publish(event_subject(event), encode_event(event), headers=header)
+                await self._nc.publish(event_subject(event), body, headers=header)
                 continue
             header["Nats-Batch-Commit"] = "1"
-            reply = await self._nc.request(event_subject(event), encode_event(event), self._timeout, headers=header)
+            reply = await self._nc.request(event_subject(event), body, self._timeout, headers=header)
         answer = json.loads(reply.data)
         if "error" in answer:
             raise APIError(**answer["error"])
@@ -103,7 +112,7 @@ class NatsEventStore:
 
     async def _last(self, job_id: str) -> tuple[int, str | None] | None:
         try:
-            raw = await self._js.get_last_msg(EVENTS_STREAM, job_filter(job_id), direct=True)
+            raw = await self._js.get_last_msg(EVENTS_STREAM, job_events(job_id), direct=True)
         except NotFoundError:
             return None
         headers = raw.headers or {}
@@ -118,7 +127,7 @@ class NatsEventStore:
         """The job's events oldest first, read by direct get (one round trip per event)."""
         recorded: list[Recorded] = []
         seq = 1
-        subject = job_filter(job_id)
+        subject = job_events(job_id)
         while True:
             try:
                 raw = await self._js.get_msg(EVENTS_STREAM, seq=seq, subject=subject, next=True, direct=True)

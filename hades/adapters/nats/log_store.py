@@ -15,16 +15,12 @@ from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
+from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import MAX_LINE_BYTES, Log, LogEntry, OutputStream
 
 BATCH_LINES = 50
 BATCH_SECONDS = 1.0
-
-
-def log_subject(job_id: str) -> str:
-    """``hades.logs.<job_id>``."""
-    return f"hades.logs.{job_id}"
 
 
 class StepLogWriter:
@@ -82,7 +78,7 @@ class StepLogWriter:
 
     async def _publish(self, entries: list[LogEntry] | None) -> None:
         log = Log(job_id=self._job_id, container_id=self._container_id, step_id=self._step_id, logs=entries)
-        ack = await self._js.publish(log_subject(self._job_id), log.model_dump_json().encode())
+        ack = await self._js.publish(job_logs(self._job_id), log.model_dump_json().encode())
         self.last_seq = int(ack.seq)
 
 
@@ -99,7 +95,7 @@ class NatsLogStore:
 
     async def read(self, job_id: str) -> list[Log]:
         """Every batch stored for the job, oldest first (empty for an unknown job)."""
-        subject = log_subject(job_id)
+        subject = job_logs(job_id)
         try:
             info = await self._js.get_last_msg(LOGS_STREAM, subject, direct=True)
         except NotFoundError:
