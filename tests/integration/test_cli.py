@@ -56,7 +56,15 @@ def hades_up(hades_env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[bytes
         wait_until_up(hades_env["HADES_API_URL"], process)
         yield process, hades_env
     finally:
-        if process.poll() is None:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
 
@@ -128,3 +136,32 @@ def test_submit_reports_a_bad_job_with_the_servers_message(
 
     assert result.returncode == 2
     assert 'Invalid request payload: "name" is required' in result.stderr
+
+
+def servers_using(data_dir: str) -> list[int]:
+    """Pids of nats-server processes whose command line names this data folder."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().decode(errors="ignore")
+            except OSError:
+                continue
+            if "nats-server" in cmdline and data_dir in cmdline:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_the_embedded_server_does_not_outlive_a_killed_hades(
+    docker_images: list[str], hades_up: tuple[subprocess.Popen[bytes], dict[str, str]]
+) -> None:
+    process, env = hades_up
+    assert servers_using(env["HADES_DATA_DIR"])
+
+    process.kill()
+    process.wait()
+
+    deadline = time.monotonic() + 10
+    while servers_using(env["HADES_DATA_DIR"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert servers_using(env["HADES_DATA_DIR"]) == []

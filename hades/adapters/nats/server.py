@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
 
 
 def nats_server_binary() -> str:
@@ -79,7 +84,7 @@ def start_nats(
     ]
     if log_file is not None:
         args += ["-l", str(log_file)]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     try:
         url = _wait_for_ports_file(process, ports_dir, startup_timeout)
         _wait_for_tcp(url, startup_timeout)
@@ -90,6 +95,14 @@ def start_nats(
     finally:
         shutil.rmtree(ports_dir, ignore_errors=True)
     return EmbeddedNats(process=process, url=url, store_dir=store_dir)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, have the kernel send SIGTERM when Hades dies, even by SIGKILL,
+    so an embedded server never outlives its owner."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _wait_for_ports_file(process: subprocess.Popen[bytes], ports_dir: Path, timeout: float) -> str:
