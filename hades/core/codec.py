@@ -25,11 +25,16 @@ def encode_event(event: Event) -> bytes:
 def decode_event(data: bytes) -> Event:
     """Decode a stored event, upcasting older versions to the current shape."""
     raw = json.loads(data)
-    version = int(raw.get("version", 1))
+    version = raw.get("version", 1) if isinstance(raw, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"not an event: a JSON object with an integer version >= 1 is expected, got {data[:80]!r}")
     if version >= CURRENT_VERSION:
         return _EVENT.validate_json(data)
     while version < CURRENT_VERSION:
-        raw = _UPCASTERS[(raw["type"], version)](raw)
+        upcast = _UPCASTERS.get((str(raw.get("type")), version))
+        if upcast is None:
+            raise ValueError(f"no upcaster for {raw.get('type')!r} version {version}")
+        raw = upcast(raw)
         version += 1
         raw["version"] = version
     return _EVENT.validate_json(json.dumps(raw))

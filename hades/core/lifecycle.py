@@ -334,6 +334,8 @@ def _require_attempt(state: JobState, attempt: int) -> None:
 def _start_step(state: JobState, command: StartStep, now: datetime) -> StepStarted:
     _require_running(state, command.attempt)
     index = command.step_index
+    if any(s.status is StepStatus.RUNNING for s in state.steps):
+        raise InvalidTransition(f"job {state.job_id}: a step is still running")
     pending = [s.index for s in state.steps if s.status is StepStatus.PENDING]
     if not pending or pending[0] != index:
         raise InvalidTransition(f"job {state.job_id}: step index {index} is not the next step")
@@ -354,7 +356,7 @@ def _finish_step(state: JobState, command: FinishStep, now: datetime) -> list[Ev
     if not 0 <= index < len(state.steps) or state.steps[index].status is not StepStatus.RUNNING:
         raise InvalidTransition(f"job {state.job_id}: step index {index} is not running")
     step = state.spec.steps[index]
-    reason = command.error
+    reason = command.error or None
     if reason is None and command.exit_code not in (0, None):
         reason = f"container exited with status {command.exit_code}"
     succeeded = reason is None

@@ -14,7 +14,7 @@ OutputStream = Literal["stdout", "stderr"]
 MAX_LINE_BYTES = 1024 * 1024
 
 _STRUCTURED = re.compile(r'^time="(?P<time>[^"]*)" level="[^"]*" msg="[^"]*"')
-_FRACTION = re.compile(r"\.(\d+)")
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.(\d+))?(?:Z|[+-]\d{2}:\d{2})")
 
 
 class LogEntry(BaseModel):
@@ -39,8 +39,13 @@ class Log(BaseModel):
 
 
 def parse_timestamp(text: str) -> datetime | None:
-    """An RFC 3339 timestamp with up to nanosecond precision, as UTC; None when it does not parse."""
-    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+    """An RFC 3339 timestamp with up to nanosecond precision, as UTC; None when it is anything else."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    if match.group(1) is not None:
+        start, end = match.span(1)
+        text = text[:start] + match.group(1)[:6].ljust(6, "0") + text[end:]
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -67,7 +72,7 @@ def parse_line(line: str, stream: OutputStream, now: datetime) -> LogEntry | Non
         own = parse_timestamp(structured.group("time"))
         if own is not None:
             stamp = own
-            message = message.split(" ", 1)[1]
+            message = message[structured.end("time") + 2 :]
     message = message.strip()
     if not message:
         return None

@@ -46,8 +46,9 @@ def container_name(job: JobState, index: int) -> str:
 
 def step_env(job: JobState, step: Step) -> list[str]:
     """Job metadata, then step metadata (overriding), then ``UUID`` and ``JOB_NAME``."""
-    env: dict[str, str] = {k: v for k, v in job.spec.metadata.items() if k not in PRIORITY_KEYS}
-    env.update(step.metadata)
+    env = {**job.spec.metadata, **step.metadata}
+    for key in PRIORITY_KEYS:
+        env.pop(key, None)
     env["UUID"] = job.job_id
     env["JOB_NAME"] = job.spec.name
     return [f"{key}={value}" for key, value in env.items()]

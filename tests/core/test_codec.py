@@ -1,0 +1,189 @@
+"""The event codec: every event kind survives the trip to bytes and back; bad bodies are refused."""
+
+from __future__ import annotations
+
+import json
+import typing
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pydantic
+import pytest
+
+from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
+from hades.core.events import (
+    Event,
+    JobFailed,
+    JobQueued,
+    JobStarted,
+    JobStopped,
+    JobSubmitted,
+    JobSucceeded,
+    StepFinished,
+    StepOutcome,
+    StepStarted,
+)
+from hades.core.spec import JobSpec, Priority, Step
+
+JOB_ID = "5a8f1c2e-0b4d-4e7a-9c3f-1d2e3f4a5b6c"
+AT = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+
+SPEC = JobSpec(
+    id=uuid.UUID(JOB_ID),
+    name="grade submission",
+    timestamp=datetime(2025, 3, 1, 12, 0, tzinfo=timezone(timedelta(hours=2))),
+    metadata={"COURSE": "eist", "ünïcode": "✓"},
+    steps=(
+        Step(id=1, name="clone", image="alpine:3.22", script="git clone x", metadata={"A": "1"}),
+        Step(
+            id=2,
+            name="test",
+            image="localhost:5000/runner",
+            script="make test",
+            continue_on_error=True,
+            cpu_limit=2,
+            memory_limit="512M",
+            memory_swap="1G",
+            network="none",
+            pids_limit=64,
+        ),
+    ),
+    callback_url="https://example.org/hook",
+    timeout_seconds=600,
+    priority=2,
+)
+
+EVENTS: list[Event] = [
+    JobSubmitted(job_id=JOB_ID, at=AT, spec=SPEC, priority=Priority.MEDIUM, submitted_by="course-platform"),
+    JobSubmitted(job_id=JOB_ID, at=AT, spec=JobSpec(name="bare"), priority=Priority.HIGH),
+    JobQueued(job_id=JOB_ID, at=AT, attempt=1, priority=Priority.LOW),
+    JobQueued(job_id=JOB_ID, at=AT, attempt=2, priority=Priority.HIGH, reason="executor lost"),
+    JobStarted(job_id=JOB_ID, at=AT, attempt=1, executor_id="exec-7"),
+    StepStarted(job_id=JOB_ID, at=AT, attempt=1, step_index=0, step_id=1, image="alpine:3.22"),
+    StepFinished(job_id=JOB_ID, at=AT, attempt=1, step_index=0, step_id=1, outcome=StepOutcome.SUCCEEDED, exit_code=0),
+    StepFinished(
+        job_id=JOB_ID,
+        at=AT,
+        attempt=1,
+        step_index=1,
+        step_id=2,
+        outcome=StepOutcome.FAILED,
+        exit_code=3,
+        reason="container exited with status 3",
+        tolerated=True,
+        last_log_seq=42,
+    ),
+    JobSucceeded(job_id=JOB_ID, at=AT, attempt=1),
+    JobSucceeded(job_id=JOB_ID, at=AT, attempt=1, reason="done"),
+    JobFailed(job_id=JOB_ID, at=AT, attempt=1, reason="z" * 500 + "…"),
+    JobStopped(job_id=JOB_ID, at=AT, attempt=3, reason="cancelled by alice"),
+]
+
+
+def _ids(event: Event) -> str:
+    return event.type
+
+
+def test_the_examples_cover_every_event_kind() -> None:
+    union = typing.get_args(typing.get_args(Event)[0])
+    assert {type(event) for event in EVENTS} == set(union)
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=_ids)
+def test_every_event_round_trips(event: Event) -> None:
+    data = encode_event(event)
+    decoded = decode_event(data)
+    assert type(decoded) is type(event)
+    assert decoded == event
+    assert encode_event(decoded) == data
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=_ids)
+def test_the_body_carries_a_stable_type_tag_and_version(event: Event) -> None:
+    raw = json.loads(encode_event(event))
+    assert raw["type"] == event.type
+    assert "." not in raw["type"], "the tag is never an import path"
+    assert raw["version"] == CURRENT_VERSION
+    assert raw["job_id"] == JOB_ID
+    assert None not in raw.values(), "unset optional fields are left out"
+
+
+def test_the_submitted_spec_keeps_its_id_as_text_and_its_times() -> None:
+    raw = json.loads(encode_event(EVENTS[0]))
+    assert raw["spec"]["id"] == JOB_ID
+    decoded = decode_event(encode_event(EVENTS[0]))
+    assert isinstance(decoded, JobSubmitted)
+    assert decoded.spec.timestamp == SPEC.timestamp
+    assert decoded.at == AT
+
+
+def test_the_queued_subject_token_names_the_priority() -> None:
+    assert EVENTS[2].subject_token == "queued.low"
+    assert EVENTS[4].subject_token == "started"
+
+
+def test_an_unknown_type_is_rejected() -> None:
+    raw = json.loads(encode_event(EVENTS[8]))
+    raw["type"] = "exploded"
+    with pytest.raises(pydantic.ValidationError):
+        decode_event(json.dumps(raw).encode())
+
+
+def test_a_python_path_as_type_is_rejected() -> None:
+    raw = json.loads(encode_event(EVENTS[8]))
+    raw["type"] = "hades.core.events.JobSucceeded"
+    with pytest.raises(pydantic.ValidationError):
+        decode_event(json.dumps(raw).encode())
+
+
+def test_a_missing_type_or_field_is_rejected() -> None:
+    raw = json.loads(encode_event(EVENTS[4]))
+    with pytest.raises(pydantic.ValidationError):
+        decode_event(json.dumps({k: v for k, v in raw.items() if k != "type"}).encode())
+    with pytest.raises(pydantic.ValidationError):
+        decode_event(json.dumps({k: v for k, v in raw.items() if k != "executor_id"}).encode())
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=_ids)
+def test_extra_fields_are_ignored(event: Event) -> None:
+    raw = json.loads(encode_event(event))
+    raw["added_in_a_later_version"] = {"nested": [1, 2, 3]}
+    raw["trace_id"] = "abc"
+    if "spec" in raw:
+        raw["spec"]["unknown_spec_field"] = True
+        raw["spec"]["steps"] = [{**step, "gpu": 1} for step in raw["spec"]["steps"]]
+    decoded = decode_event(json.dumps(raw).encode())
+    assert decoded == event
+    assert not hasattr(decoded, "trace_id")
+
+
+def test_a_missing_version_reads_as_version_1() -> None:
+    raw = json.loads(encode_event(EVENTS[4]))
+    del raw["version"]
+    decoded = decode_event(json.dumps(raw).encode())
+    assert decoded == EVENTS[4]
+    assert decoded.version == 1
+
+
+@pytest.mark.parametrize("body", [b"", b"not json", b"{", b'{"type": "started"}'], ids=repr)
+def test_undecodable_bodies_raise_value_error(body: bytes) -> None:
+    # The executor drops a queue message whose body raises ValueError; anything else escapes its handler.
+    with pytest.raises(ValueError):
+        decode_event(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[]",
+        b"42",
+        b'"started"',
+        b"null",
+        b'{"type": "started", "version": null}',
+        b'{"type": "started", "version": 0}',
+    ],
+    ids=repr,
+)
+def test_malformed_bodies_raise_value_error_too(body: bytes) -> None:
+    with pytest.raises(ValueError):
+        decode_event(body)
