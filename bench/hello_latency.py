@@ -3,7 +3,8 @@
 Starts ``hades up`` (embedded nats-server, Docker executor) in a temporary data folder, submits
 examples/hello.json N times one after another, and measures each job from the POST to the moment the client sees
 ``Succeeded`` (polling every 5 ms), plus the server-side span from the ``submitted`` to the ``succeeded`` event.
-The baseline is the same container run straight through ``docker run --rm`` in the same run. Prints medians and
+The baselines are the same container run by ``docker run --rm`` and straight through aiodocker, interleaved with
+the Hades jobs in the same run. Prints medians and
 the ratio. Needs a Docker engine and the image ``alpine:latest`` (scripts/busybox-image.sh makes one offline).
 
     .venv/bin/python bench/hello_latency.py [N]
@@ -11,6 +12,7 @@ the ratio. Needs a Docker engine and the image ``alpine:latest`` (scripts/busybo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -23,6 +25,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import aiodocker
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,26 +82,50 @@ def docker_run_once() -> float:
     return time.perf_counter() - began
 
 
+async def aiodocker_once() -> float:
+    """The same container through the engine API: create, start, wait, read its output, remove."""
+    async with aiodocker.Docker() as docker:
+        began = time.perf_counter()
+        container = await docker.containers.create(
+            {"Image": "alpine:latest", "Entrypoint": ["/bin/sh", "-c", "echo 'Hello, Hades!'"]}
+        )
+        await container.start()
+        await container.wait()
+        await container.log(stdout=True)
+        await container.delete(force=True)
+        return time.perf_counter() - began
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    docker_run_once()  # warm the engine's caches like Hades's first job does
-    baseline = [docker_run_once() for _ in range(runs)]
+    results, cli, api = [], [], []
     with tempfile.TemporaryDirectory(prefix="hades-bench-") as data:
         process, url = start_hades(Path(data))
         try:
             with httpx.Client(base_url=url, timeout=30) as client:
-                one_job(client)  # warm-up
-                results = [one_job(client) for _ in range(runs)]
+                one_job(client), docker_run_once(), asyncio.run(aiodocker_once())  # warm-up
+                # Interleaved, so that the engine's drift over the run affects all three alike.
+                for _ in range(runs):
+                    results.append(one_job(client))
+                    cli.append(docker_run_once())
+                    api.append(asyncio.run(aiodocker_once()))
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(30)
     seen = statistics.median(r[0] for r in results)
     server = statistics.median(r[1] for r in results)
-    base = statistics.median(baseline)
-    print(f"runs: {runs}")
-    print(f"docker run --rm (baseline)         median {base * 1000:7.1f} ms")
-    print(f"hades POST -> Succeeded (client)   median {seen * 1000:7.1f} ms   ratio {seen / base:5.2f}x")
-    print(f"hades submitted -> succeeded event median {server * 1000:7.1f} ms   ratio {server / base:5.2f}x")
+    base_cli, base_api = statistics.median(cli), statistics.median(api)
+    print(f"runs: {runs} (interleaved)")
+    print(f"docker run --rm                      median {base_cli * 1000:7.1f} ms")
+    print(f"aiodocker create/start/wait/delete   median {base_api * 1000:7.1f} ms")
+    print(
+        f"hades POST -> Succeeded (client)     median {seen * 1000:7.1f} ms   "
+        f"{seen / base_cli:5.2f}x docker run, {seen / base_api:5.2f}x aiodocker"
+    )
+    print(
+        f"hades submitted -> succeeded event   median {server * 1000:7.1f} ms   "
+        f"{server / base_cli:5.2f}x docker run, {server / base_api:5.2f}x aiodocker"
+    )
 
 
 if __name__ == "__main__":
