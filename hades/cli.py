@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--follow", "-f", action="store_true", help="print its logs and wait for the outcome")
     submit.set_defaults(handler=_submit)
 
+    cancel = commands.add_parser("cancel", help="stop a queued or running job")
+    cancel.add_argument("job_id")
+    cancel.add_argument("--reason", default="", help="why, recorded in the job's history")
+    cancel.set_defaults(handler=_cancel)
+
     events = commands.add_parser("events", help="print a job's history")
     events.add_argument("job_id")
     events.add_argument("--json", action="store_true", help="print the raw JSON")
@@ -183,6 +188,18 @@ def _follow(client: httpx.Client, job_id: str) -> str:
             return str(status)
         time.sleep(delay)
         delay = min(delay * 1.5, 1.0)
+
+
+def _cancel(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as client:
+        response = client.post(f"/jobs/{args.job_id}/cancel", json={"reason": args.reason})
+    if response.status_code == 202:
+        status = response.json()["status"]
+        print(status if status == "Stopped" else f"{status}: cancel requested")
+        return 0
+    message = response.json().get("error", response.text) if response.content else response.status_code
+    print(f"hades: {message}", file=sys.stderr)
+    return 1
 
 
 def _events(args: argparse.Namespace, settings: Settings) -> int:

@@ -106,7 +106,7 @@ async def _executor(
         raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
     stack.push_async_callback(docker.close)
     logs = NatsLogStore(nc)
-    runner = AttemptRunner(docker, logs.writer, settings.executor_id)
+    runner = AttemptRunner(docker, logs.writer, settings.executor_id, store.watch)
     return ExecutorWorker(nc, store, runner, clock, settings.concurrency, settings.ack_wait_seconds)
 
 

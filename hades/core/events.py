@@ -91,6 +91,14 @@ class StepFinished(_Event):
     last_log_seq: int | None = None
 
 
+class JobCancelRequested(_Event):
+    """Someone asked to stop the job; a queued job stops at once, a running one when its executor reacts."""
+
+    type: Literal["cancel_requested"] = "cancel_requested"
+    by: str
+    reason: str = ""
+
+
 class JobSucceeded(_Event):
     """The attempt ran every step it had to; the job is done."""
 
@@ -116,7 +124,15 @@ class JobStopped(_Event):
 
 
 Event = Annotated[
-    JobSubmitted | JobQueued | JobStarted | StepStarted | StepFinished | JobSucceeded | JobFailed | JobStopped,
+    JobSubmitted
+    | JobQueued
+    | JobStarted
+    | StepStarted
+    | StepFinished
+    | JobCancelRequested
+    | JobSucceeded
+    | JobFailed
+    | JobStopped,
     Field(discriminator="type"),
 ]
 TerminalEvent = JobSucceeded | JobFailed | JobStopped

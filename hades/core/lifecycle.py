@@ -2,19 +2,33 @@
 
 ``evolve`` folds one event into the job's state; ``decide`` turns a command into the events that should be
 appended, or raises :class:`InvalidTransition`. Terminal states absorb: no command moves a finished job.
+The state lives in :mod:`hades.core.state`, the commands in :mod:`hades.core.commands`.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
 from typing import assert_never
 
+from hades.core.commands import (
+    Command,
+    FailJob,
+    FinishStep,
+    PromoteJob,
+    QueueJob,
+    RequestCancel,
+    RequeueJob,
+    StartAttempt,
+    StartStep,
+    StopJob,
+    SubmitJob,
+)
 from hades.core.errors import InvalidTransition
 from hades.core.events import (
     Event,
+    JobCancelRequested,
     JobFailed,
     JobQueued,
     JobStarted,
@@ -25,142 +39,32 @@ from hades.core.events import (
     StepOutcome,
     StepStarted,
 )
-from hades.core.spec import JobSpec, Priority
+from hades.core.state import JobState, Status, StepState, StepStatus
+
+__all__ = [
+    "Command",
+    "FailJob",
+    "FinishStep",
+    "JobState",
+    "PromoteJob",
+    "QueueJob",
+    "RequestCancel",
+    "RequeueJob",
+    "StartAttempt",
+    "StartStep",
+    "Status",
+    "StepState",
+    "StepStatus",
+    "StopJob",
+    "SubmitJob",
+    "cancel_reason",
+    "cap_reason",
+    "decide",
+    "evolve",
+    "fold",
+]
 
 MAX_REASON_CHARS = 500
-
-
-class Status(StrEnum):
-    """The Go Hades's job statuses."""
-
-    QUEUED = "Queued"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    STOPPED = "Stopped"
-
-    @property
-    def is_terminal(self) -> bool:
-        """Succeeded, Failed and Stopped absorb every later command."""
-        return self in (Status.SUCCEEDED, Status.FAILED, Status.STOPPED)
-
-
-class StepStatus(StrEnum):
-    """Where one step of the current attempt stands."""
-
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-@dataclass(frozen=True, slots=True)
-class StepState:
-    """One step of the current attempt."""
-
-    index: int
-    step_id: int
-    status: StepStatus = StepStatus.PENDING
-    exit_code: int | None = None
-    reason: str | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    last_log_seq: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class JobState:
-    """Everything the lifecycle needs to know about one job, folded from its events."""
-
-    job_id: str
-    spec: JobSpec
-    priority: Priority
-    status: Status
-    submitted_at: datetime
-    attempt: int = 0
-    queued_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    executor_id: str | None = None
-    reason: str | None = None
-    steps: tuple[StepState, ...] = ()
-    events: int = 0
-
-    @property
-    def awaiting_queue(self) -> bool:
-        """Submitted (or handed back) but not yet in a priority queue."""
-        return self.status is Status.QUEUED and self.queued_at is None
-
-
-# -- commands ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitJob:
-    """Accept a validated job."""
-
-    job_id: str
-    spec: JobSpec
-    submitted_by: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class QueueJob:
-    """Put the job's next attempt into its priority queue."""
-
-
-@dataclass(frozen=True, slots=True)
-class StartAttempt:
-    """An executor takes the queued attempt."""
-
-    attempt: int
-    executor_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartStep:
-    """The executor starts the next step."""
-
-    attempt: int
-    step_index: int
-
-
-@dataclass(frozen=True, slots=True)
-class FinishStep:
-    """A step ended with an exit code, or an error that kept it from running (``error``)."""
-
-    attempt: int
-    step_index: int
-    exit_code: int | None
-    error: str | None = None
-    last_log_seq: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RequeueJob:
-    """Hand the attempt back to the queue as a new attempt (executor shutting down, executor lost)."""
-
-    attempt: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class FailJob:
-    """End the job as failed (set-up errors, timeouts, engine trouble)."""
-
-    attempt: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class StopJob:
-    """End the job as stopped (cancel)."""
-
-    attempt: int
-    reason: str
-
-
-Command = SubmitJob | QueueJob | StartAttempt | StartStep | FinishStep | RequeueJob | FailJob | StopJob
 
 
 # -- evolve -----------------------------------------------------------------------------------------------------
@@ -223,6 +127,8 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
                 finished_at=event.at,
                 last_log_seq=event.last_log_seq,
             )
+        case JobCancelRequested():
+            return replace(state, cancel_requested_by=event.by)
         case JobSucceeded():
             return replace(state, status=Status.SUCCEEDED, finished_at=event.at, reason=event.reason)
         case JobFailed():
@@ -286,6 +192,10 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [_start_step(state, command, now)]
         case FinishStep():
             return _finish_step(state, command, now)
+        case PromoteJob():
+            return [_promote(state, command, now)]
+        case RequestCancel():
+            return _request_cancel(state, command, now)
         case RequeueJob() | FailJob() | StopJob():
             return [_end_attempt(state, command, now)]
         case _:
@@ -306,14 +216,45 @@ def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> lis
     return [started]
 
 
+def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
+    _require_queued(state, command.attempt)
+    if command.priority.as_int <= state.priority.as_int:
+        raise InvalidTransition(f"job {state.job_id} is {state.priority} already, not below {command.priority}")
+    return JobQueued(
+        job_id=state.job_id, at=now, attempt=command.attempt, priority=command.priority, reason=command.reason
+    )
+
+
+def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> list[Event]:
+    if state.cancel_requested_by is not None:
+        return []  # asked already; the first request stands
+    requested = JobCancelRequested(job_id=state.job_id, at=now, by=command.by, reason=command.reason)
+    if state.status is Status.RUNNING:
+        return [requested]  # its executor stops it and appends `stopped`
+    stopped = JobStopped(job_id=state.job_id, at=now, attempt=state.attempt, reason=_cancel_reason(command.by))
+    return [requested, stopped]
+
+
+def _cancel_reason(by: str) -> str:
+    return f"cancelled by {by}"
+
+
 def _end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: datetime) -> Event:
     _require_attempt(state, command.attempt)
     job_id, attempt, reason = state.job_id, command.attempt, cap_reason(command.reason)
+    if isinstance(command, RequeueJob) and state.cancel_requested_by is not None:
+        # Handed back after a cancel was asked for: the job stops rather than run again.
+        return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=_cancel_reason(state.cancel_requested_by))
     if isinstance(command, RequeueJob):
         return JobQueued(job_id=job_id, at=now, attempt=attempt + 1, priority=state.priority, reason=reason)
     if isinstance(command, FailJob):
         return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
     return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)
+
+
+def cancel_reason(state: JobState) -> str:
+    """The reason a cancelled job's ``stopped`` event gives."""
+    return _cancel_reason(state.cancel_requested_by or "unknown")
 
 
 def _require_queued(state: JobState, attempt: int) -> None:
@@ -333,6 +274,8 @@ def _require_attempt(state: JobState, attempt: int) -> None:
 
 def _start_step(state: JobState, command: StartStep, now: datetime) -> StepStarted:
     _require_running(state, command.attempt)
+    if state.cancel_requested_by is not None:
+        raise InvalidTransition(f"job {state.job_id}: cancel requested by {state.cancel_requested_by}")
     index = command.step_index
     if any(s.status is StepStatus.RUNNING for s in state.steps):
         raise InvalidTransition(f"job {state.job_id}: a step is still running")

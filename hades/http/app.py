@@ -11,6 +11,7 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.types import Message, Scope
 
 from hades.http.build import submit_build
+from hades.http.cancel import cancel_job
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.services import ApiServices
 
@@ -49,7 +50,7 @@ def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedExcept
 def create_app(services: ApiServices) -> Litestar:
     """The API over the given services."""
     return Litestar(
-        route_handlers=[ping, submit_build, list_jobs, get_job, get_status, get_logs, get_events, health],
+        route_handlers=[ping, submit_build, cancel_job, list_jobs, get_job, get_status, get_logs, get_events, health],
         state=State({"services": services}),
         before_send=[_security_headers],
         exception_handlers={NotAuthorizedException: _unauthorized},

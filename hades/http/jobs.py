@@ -20,11 +20,11 @@ def _services(request: Request[Any, Any, State]) -> ApiServices:
     return services
 
 
-def _not_found(job_id: str) -> Response[dict[str, str]]:
+def not_found(job_id: str) -> Response[dict[str, str]]:
     return Response(content={"error": f"job not found: {job_id}"}, status_code=404)
 
 
-def _is_job_id(job_id: str) -> bool:
+def is_job_id(job_id: str) -> bool:
     """Job ids are UUIDs; anything else (``*``, ``>``, dots) must never reach a NATS subject."""
     try:
         return str(uuid.UUID(job_id)) == job_id
@@ -43,7 +43,7 @@ def get_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Respons
     """Status, reason, priority, attempt, times, and each step's status, exit code and times."""
     job = _services(request).jobs.get(job_id)
     if job is None:
-        return _not_found(job_id)
+        return not_found(job_id)
     return Response(content=job_detail(job))
 
 
@@ -52,14 +52,14 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
     """``{"status": ...}``, 404 when the job is unknown."""
     job = _services(request).jobs.get(job_id)
     if job is None:
-        return _not_found(job_id)
+        return not_found(job_id)
     return Response(content={"status": job.status.value})
 
 
 @get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
 async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """One Log per step in step order (silent steps included), read from the log stream."""
-    if not _is_job_id(job_id):
+    if not is_job_id(job_id):
         return {"logs": []}
     batches = await _services(request).logs.read(job_id)
     return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
@@ -68,9 +68,9 @@ async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> 
 @get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])
 async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """The job's history, oldest first."""
-    history = await _services(request).store.history(job_id) if _is_job_id(job_id) else []
+    history = await _services(request).store.history(job_id) if is_job_id(job_id) else []
     if not history:
-        return _not_found(job_id)
+        return not_found(job_id)
     return Response(content={"events": [event_row(r) for r in history]})
 
 

@@ -1,34 +1,52 @@
 """Running one attempt of a job on an executor, from ``started`` to a terminal event.
 
-Every way out of here ends the job: steps run to their end (succeeded or failed), set-up errors and engine
-trouble fail it with a reason a person can act on, the job's timeout fails it, and a shutdown hands the
-attempt back to the queue. Whatever happened, the engine is cleaned up.
+Every way out of here ends the attempt: steps run to their end (succeeded or failed), set-up errors and engine
+trouble fail it with a reason a person can act on, the job's timeout fails it, a cancel stops it, and a shutdown
+hands it back to the queue. While it runs, the runner follows the job's own events, so a cancel (or the
+scheduler handing the attempt to someone else) interrupts the running step at once. Whatever happened, the
+engine is cleaned up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from hades.adapters.nats.log_store import StepLogWriter
 from hades.core.errors import InvalidTransition
-from hades.core.lifecycle import FailJob, FinishStep, RequeueJob, StartAttempt, StartStep, Status
+from hades.core.events import Event, JobCancelRequested, JobQueued
+from hades.core.lifecycle import (
+    FailJob,
+    FinishStep,
+    RequeueJob,
+    StartAttempt,
+    StartStep,
+    Status,
+    StopJob,
+    cancel_reason,
+)
 from hades.core.ports import ExecutionError, Executor
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
 
 WriterFactory = Callable[[str, int], StepLogWriter]
+Unwatch = Callable[[], Awaitable[None]]
+#: Follow one job's events: ``watch(job_id, on_event)`` returns how to stop following.
+JobWatcher = Callable[[str, Callable[[Event], None]], Awaitable[Unwatch]]
+
+HANDED_BACK = "executor shut down; attempt handed back to the queue"
 
 
 class AttemptRunner:
     """Takes a queued attempt and drives it to a terminal event."""
 
-    def __init__(self, executor: Executor, writers: WriterFactory, executor_id: str) -> None:
+    def __init__(self, executor: Executor, writers: WriterFactory, executor_id: str, watch: JobWatcher) -> None:
         self._executor = executor
         self._writers = writers
         self._executor_id = executor_id
+        self._watch = watch
 
     async def run(self, job: JobHandle, attempt: int) -> bool:
         """Run the attempt; False when it was no longer ours to run (someone else took or ended it)."""
@@ -38,16 +56,41 @@ class AttemptRunner:
             await job.run(job_id, StartAttempt(attempt=attempt, executor_id=self._executor_id))
         except InvalidTransition:
             return False
+        work = asyncio.create_task(self._work(job, job_id, attempt), name=f"attempt-{job_id}-{attempt}")
+
+        checks: set[asyncio.Task[None]] = set()
+
+        def on_event(event: Event) -> None:
+            # Plain subscribers also see publishes the stream refused, so check the store before acting.
+            if isinstance(event, JobCancelRequested) or (isinstance(event, JobQueued) and event.attempt > attempt):
+                check = asyncio.create_task(self._check(job, job_id, attempt, work))
+                checks.add(check)
+                check.add_done_callback(checks.discard)
+
+        unwatch = await self._watch(job_id, on_event)
         try:
-            await self._run_steps(job, job_id, attempt)
+            await self._check(job, job_id, attempt, work)  # what landed before the watch started
+            await work
         except asyncio.CancelledError:
-            await asyncio.shield(self._end(job, RequeueJob(attempt, "executor shut down; attempt handed back")))
-            raise
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                await asyncio.shield(self._end(job, RequeueJob(attempt, HANDED_BACK)))
+                raise
+            await asyncio.shield(self._interrupted(job, job_id, attempt))
         finally:
+            await asyncio.shield(unwatch())
             await asyncio.shield(self._cleanup(job))
         return True
 
-    async def _run_steps(self, job: JobHandle, job_id: str, attempt: int) -> None:
+    @staticmethod
+    async def _check(job: JobHandle, job_id: str, attempt: int, work: asyncio.Task[None]) -> None:
+        """Interrupt the work if the stored history says the job was cancelled or moved to another attempt."""
+        fresh = await JobHandle.load(job.store, job.clock, job_id)
+        state = fresh.state
+        if state is not None and (state.cancel_requested_by is not None or state.attempt != attempt):
+            work.cancel()
+
+    async def _work(self, job: JobHandle, job_id: str, attempt: int) -> None:
         assert job.state is not None
         timeout = job.state.spec.timeout_seconds or None
         try:
@@ -57,6 +100,8 @@ class AttemptRunner:
             await self._end(job, FailJob(attempt, f"job timed out after {timeout} seconds"))
         except ExecutionError as error:
             await self._end(job, FailJob(attempt, error.reason))
+        except InvalidTransition:
+            await self._interrupted(job, job_id, attempt)
         except Exception as error:  # engine unreachable, a bug: the job still ends, with the cause
             log.exception("job %s attempt %d failed in the executor", job_id, attempt)
             await self._end(job, FailJob(attempt, f"executor error: {type(error).__name__}: {error}"))
@@ -86,7 +131,17 @@ class AttemptRunner:
             if job.state.status is not Status.RUNNING:
                 return
 
-    async def _end(self, job: JobHandle, command: FailJob | RequeueJob) -> None:
+    async def _interrupted(self, job: JobHandle, job_id: str, attempt: int) -> None:
+        """The job's own events stopped the work: stop it if cancelled, let go if it moved to another attempt."""
+        await job.reload(job_id)
+        state = job.state
+        if state is None or state.attempt != attempt or state.status is not Status.RUNNING:
+            log.info("job %s attempt %d is no longer ours; letting go", job_id, attempt)
+            return
+        if state.cancel_requested_by is not None:
+            await self._end(job, StopJob(attempt, cancel_reason(state)))
+
+    async def _end(self, job: JobHandle, command: FailJob | RequeueJob | StopJob) -> None:
         assert job.state is not None
         try:
             await job.run(job.state.job_id, command)

@@ -127,7 +127,7 @@ class ExecutorWorker:
         job: JobHandle | None = None
         try:
             job = await JobHandle.load(self._store, self._clock, event.job_id)
-            if _queued_for(job, event.attempt):
+            if _queued_for(job, event):
                 await self._runner.run(job, event.attempt)
             else:
                 log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
@@ -135,7 +135,7 @@ class ExecutorWorker:
         except asyncio.CancelledError:
             # Shutting down: if the attempt never started, let another executor have it at once; otherwise
             # the runner has handed it back as a new queued attempt and this message is done.
-            if job is not None and not _queued_for(job, event.attempt):
+            if job is not None and not _queued_for(job, event):
                 await asyncio.shield(msg.ack())
             else:
                 await asyncio.shield(msg.nak())
@@ -154,6 +154,12 @@ class ExecutorWorker:
                 await msg.in_progress()
 
 
-def _queued_for(job: JobHandle, attempt: int) -> bool:
+def _queued_for(job: JobHandle, queued: JobQueued) -> bool:
+    """Whether this queue message is still the job's current place in a queue (not promoted, taken or ended)."""
     state = job.state
-    return state is not None and state.status is Status.QUEUED and state.attempt == attempt
+    return (
+        state is not None
+        and state.status is Status.QUEUED
+        and state.attempt == queued.attempt
+        and state.priority is queued.priority
+    )

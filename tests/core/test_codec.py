@@ -13,6 +13,7 @@ import pytest
 from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
 from hades.core.events import (
     Event,
+    JobCancelRequested,
     JobFailed,
     JobQueued,
     JobStarted,
@@ -73,6 +74,7 @@ EVENTS: list[Event] = [
         tolerated=True,
         last_log_seq=42,
     ),
+    JobCancelRequested(job_id=JOB_ID, at=AT, by="alice", reason="wrong branch"),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1, reason="done"),
     JobFailed(job_id=JOB_ID, at=AT, attempt=1, reason="z" * 500 + "…"),

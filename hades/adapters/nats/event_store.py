@@ -9,10 +9,12 @@ on a conflict we look at the job's newest event: if it carries our msg id, the a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from nats import nuid
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
@@ -23,6 +25,8 @@ from hades.core.codec import decode_event, encode_event
 from hades.core.errors import ConcurrencyConflict, EventTooLarge, StoreUnavailable
 from hades.core.events import Event
 from hades.core.ports import Recorded
+
+log = logging.getLogger(__name__)
 
 #: Refusals that mean "the log moved": a stale expectation (10071) or a batch whose msg id is stored (10201).
 _ALREADY_THERE = (10071, 10201)
@@ -43,7 +47,7 @@ def message_id(event: Event) -> str:
     different ids, so the loser sees a conflict, never "my append landed".
     """
     parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
-    for field in ("step_index", "executor_id"):
+    for field in ("step_index", "executor_id", "priority"):
         value = getattr(event, field, None)
         if value is not None:
             parts.append(str(value))
@@ -152,6 +156,21 @@ class NatsEventStore:
                 )
         finally:
             await sub.unsubscribe()
+
+    async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
+        """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.
+
+        A plain subscription: fast, but it also sees publishes the stream refused, so use it as a hint only.
+        """
+
+        async def deliver(msg: Msg) -> None:
+            try:
+                on_event(decode_event(msg.data))
+            except ValueError:
+                log.warning("undecodable event on %s", msg.subject)
+
+        subscription = await self._nc.subscribe(job_events(job_id), cb=deliver)
+        return subscription.unsubscribe
 
     async def stream_last_seq(self) -> int:
         """The newest sequence in the whole event stream (0 when empty)."""

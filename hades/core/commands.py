@@ -1,0 +1,103 @@
+"""The commands ``decide`` accepts: what a client, the scheduler or an executor asks of a job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hades.core.spec import JobSpec, Priority
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitJob:
+    """Accept a validated job."""
+
+    job_id: str
+    spec: JobSpec
+    submitted_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueJob:
+    """Put the job's next attempt into its priority queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartAttempt:
+    """An executor takes the queued attempt."""
+
+    attempt: int
+    executor_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartStep:
+    """The executor starts the next step."""
+
+    attempt: int
+    step_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinishStep:
+    """A step ended with an exit code, or an error that kept it from running (``error``)."""
+
+    attempt: int
+    step_index: int
+    exit_code: int | None
+    error: str | None = None
+    last_log_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueJob:
+    """Hand the attempt back to the queue as a new attempt (executor shutting down, executor lost)."""
+
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromoteJob:
+    """Move a job that waited long in its queue up to a higher priority (opt-in ageing)."""
+
+    attempt: int
+    priority: Priority
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCancel:
+    """A client asks to stop the job: queued jobs stop at once, running ones once their executor reacts."""
+
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FailJob:
+    """End the job as failed (set-up errors, timeouts, engine trouble)."""
+
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopJob:
+    """End the job as stopped (cancel)."""
+
+    attempt: int
+    reason: str
+
+
+Command = (
+    SubmitJob
+    | QueueJob
+    | StartAttempt
+    | StartStep
+    | FinishStep
+    | RequeueJob
+    | PromoteJob
+    | RequestCancel
+    | FailJob
+    | StopJob
+)

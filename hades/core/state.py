@@ -1,0 +1,72 @@
+"""A job's state as the lifecycle folds it from events, and the statuses it can be in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from hades.core.spec import JobSpec, Priority
+
+
+class Status(StrEnum):
+    """The Go Hades's job statuses."""
+
+    QUEUED = "Queued"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+
+    @property
+    def is_terminal(self) -> bool:
+        """Succeeded, Failed and Stopped absorb every later command."""
+        return self in (Status.SUCCEEDED, Status.FAILED, Status.STOPPED)
+
+
+class StepStatus(StrEnum):
+    """Where one step of the current attempt stands."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class StepState:
+    """One step of the current attempt."""
+
+    index: int
+    step_id: int
+    status: StepStatus = StepStatus.PENDING
+    exit_code: int | None = None
+    reason: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    last_log_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """Everything the lifecycle needs to know about one job, folded from its events."""
+
+    job_id: str
+    spec: JobSpec
+    priority: Priority
+    status: Status
+    submitted_at: datetime
+    attempt: int = 0
+    queued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    executor_id: str | None = None
+    reason: str | None = None
+    steps: tuple[StepState, ...] = ()
+    events: int = 0
+    cancel_requested_by: str | None = None
+
+    @property
+    def awaiting_queue(self) -> bool:
+        """Submitted (or handed back) but not yet in a priority queue."""
+        return self.status is Status.QUEUED and self.queued_at is None

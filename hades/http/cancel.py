@@ -1,0 +1,49 @@
+"""``POST /jobs/{id}/cancel``: a queued job stops at once; a running one once its executor reacts (seconds)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.datastructures import State
+from litestar.params import FromPath
+
+from hades.core.errors import InvalidTransition
+from hades.core.lifecycle import RequestCancel
+from hades.http.auth import USER, basic_auth_guard
+from hades.http.jobs import is_job_id, not_found
+from hades.http.services import ApiServices
+from hades.workers.jobs import JobHandle
+
+
+def _reason(body: bytes) -> str:
+    try:
+        parsed = json.loads(body) if body.strip() else {}
+    except ValueError:
+        return ""
+    reason = parsed.get("reason") if isinstance(parsed, dict) else None
+    return reason[:500] if isinstance(reason, str) else ""
+
+
+@post("/jobs/{job_id:str}/cancel", guards=[basic_auth_guard], status_code=202)
+async def cancel_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
+    """202 with the job's status after the request; 404 unknown; 409 when it has ended already."""
+    services: ApiServices = request.app.state.services
+    if not is_job_id(job_id):
+        return not_found(job_id)
+    job = await JobHandle.load(services.store, services.clock, job_id)
+    if job.state is None:
+        return not_found(job_id)
+    by = USER if services.auth_key else "api"
+    try:
+        await job.run(job_id, RequestCancel(by=by, reason=_reason(await request.body())))
+    except InvalidTransition:
+        assert job.state is not None
+        return Response(
+            content={"error": f"job {job_id} has ended already ({job.state.status})", "status": job.state.status},
+            status_code=409,
+        )
+    await services.projections.wait_for(job.seq)
+    assert job.state is not None
+    return Response(content={"job_id": job_id, "status": job.state.status, "cancel_requested": True}, status_code=202)
