@@ -65,7 +65,14 @@ class Settings(BaseSettings):
     docker_pull_policy: PullPolicy = Field(default=PullPolicy.IF_NOT_PRESENT, validation_alias="DOCKER_PULL_POLICY")
     docker_cpu_limit: int | None = Field(default=None, ge=0, validation_alias="DOCKER_CPU_LIMIT")
     docker_memory_limit: str | None = Field(default=None, validation_alias="DOCKER_MEMORY_LIMIT")
-    ack_wait_seconds: float = Field(default=30.0, gt=0, validation_alias="HADES_ACK_WAIT_SECONDS")
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0, validation_alias="SHUTDOWN_GRACE_SECONDS")
+    sweep_seconds: float = Field(default=30.0, gt=0, validation_alias="HADES_SWEEP_SECONDS")
+    max_parallelism: int = Field(default=0, ge=0, validation_alias="MAX_PARALLELISM")
+
+    # scheduler
+    max_attempts: int = Field(default=3, ge=1, validation_alias="MAX_ATTEMPTS")
+    priority_aging_seconds: float | None = Field(default=None, gt=0, validation_alias="PRIORITY_AGING_SECONDS")
+    watchdog_seconds: float = Field(default=2.0, gt=0, validation_alias="HADES_WATCHDOG_SECONDS")
 
     @property
     def client_api_url(self) -> str:

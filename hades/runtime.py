@@ -21,7 +21,9 @@ from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.topology import load_topology, verify
 from hades.clock import SystemClock
 from hades.config import Settings
@@ -30,8 +32,9 @@ from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
 from hades.workers.attempt import AttemptRunner
-from hades.workers.executor import ExecutorWorker
+from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.scheduler import scheduler_router
+from hades.workers.watchdog import Watchdog, WatchdogPolicy
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +65,15 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
     clock = SystemClock()
     tasks: list[asyncio.Task[None]] = []
     stack = contextlib.AsyncExitStack()
+    worker: ExecutorWorker | None = None
+    executing: asyncio.Task[None] | None = None
     try:
+        if roles.api or roles.scheduler:
+            view = JobsView()
+            projections = ProjectionRunner(store.replay, view.apply)
+            tasks.append(asyncio.create_task(projections.run(), name="projections"))
         if roles.scheduler:
+            tasks.append(asyncio.create_task(_watchdog(settings, nc, store, clock, view).run(), name="watchdog"))
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
             broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
@@ -72,11 +82,15 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             stack.push_async_callback(broker.stop)
         if roles.executor:
             worker = await _executor(settings, nc, store, clock, stack)
-            tasks.append(asyncio.create_task(worker.run(), name="executor"))
+            executing = asyncio.create_task(worker.run(), name="executor")
+            tasks.append(executing)
         if roles.api:
-            tasks.extend(_api(settings, nc, store, clock))
+            tasks.append(_api(settings, nc, store, clock, view, projections))
         log.info("hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor") if getattr(roles, r)))
         await _until_stopped(stop, tasks)
+        if worker is not None and executing is not None:
+            await worker.drain()  # running attempts get SHUTDOWN_GRACE_SECONDS, then are handed back
+            await _wait(executing, settings.shutdown_grace_seconds + 10)
     finally:
         for task in reversed(tasks):
             await _cancel(task)
@@ -107,12 +121,33 @@ async def _executor(
     stack.push_async_callback(docker.close)
     logs = NatsLogStore(nc)
     runner = AttemptRunner(docker, logs.writer, settings.executor_id, store.watch)
-    return ExecutorWorker(nc, store, runner, clock, settings.concurrency, settings.ack_wait_seconds)
+    options = ExecutorOptions(
+        executor_id=settings.executor_id,
+        concurrency=settings.concurrency,
+        shutdown_grace=settings.shutdown_grace_seconds,
+        sweep_interval=settings.sweep_seconds,
+    )
+    cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
+    return ExecutorWorker(nc, store, runner, docker, clock, options, Heartbeats(nc), cap)
 
 
-def _api(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock) -> list[asyncio.Task[None]]:
-    view = JobsView()
-    projections = ProjectionRunner(store.replay, view.apply)
+def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, view: JobsView) -> Watchdog:
+    policy = WatchdogPolicy(
+        max_attempts=settings.max_attempts,
+        aging_seconds=settings.priority_aging_seconds,
+        interval=settings.watchdog_seconds,
+    )
+    return Watchdog(store, clock, view, Heartbeats(nc), policy)
+
+
+def _api(
+    settings: Settings,
+    nc: Client,
+    store: NatsEventStore,
+    clock: SystemClock,
+    view: JobsView,
+    projections: ProjectionRunner,
+) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
         logs=NatsLogStore(nc),
@@ -138,10 +173,7 @@ def _api(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClo
             log.info("replaying the event log: %d of %d events", projections.applied, target)
         await server.serve()
 
-    return [
-        asyncio.create_task(projections.run(), name="projections"),
-        asyncio.create_task(serve_when_caught_up(), name="api"),
-    ]
+    return asyncio.create_task(serve_when_caught_up(), name="api")
 
 
 async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
@@ -152,6 +184,11 @@ async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -
     for task in done:
         if task is not stopper and not task.cancelled() and task.exception() is not None:
             raise RuntimeError(f"role {task.get_name()} stopped") from task.exception()
+
+
+async def _wait(task: asyncio.Task[None], timeout: float) -> None:
+    with contextlib.suppress(TimeoutError, Exception):
+        await asyncio.wait_for(asyncio.shield(task), timeout)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -88,7 +88,11 @@ class Executor(Protocol):
         ...
 
     async def cleanup(self, job: JobState) -> None:
-        """Remove everything the job left on the engine; never raises for things already gone."""
+        """Remove everything the attempt left on the engine; never raises for things already gone."""
+        ...
+
+    async def sweep(self, running: set[str], live_executors: set[str]) -> int:
+        """Remove what crashed attempts left: anything of a gone executor, or of ours not running now."""
         ...
 
 

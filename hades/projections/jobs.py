@@ -21,6 +21,7 @@ class JobsView:
     """Jobs by id, in submission order, and the last stream sequence applied."""
 
     jobs: dict[str, JobState] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
     last_seq: int = 0
     skipped: int = 0
 
@@ -31,14 +32,24 @@ class JobsView:
         self.last_seq = recorded.seq
         event = recorded.event
         try:
-            self.jobs[event.job_id] = evolve(self.jobs.get(event.job_id), event)
+            state = evolve(self.jobs.get(event.job_id), event)
         except InvalidTransition as error:
             self.skipped += 1
             log.warning("jobs view skipped event %d: %s", recorded.seq, error)
+            return
+        self.jobs[event.job_id] = state
+        if state.status.is_terminal:
+            self.active.discard(event.job_id)
+        else:
+            self.active.add(event.job_id)
 
     def get(self, job_id: str) -> JobState | None:
         """One job, or None."""
         return self.jobs.get(job_id)
+
+    def unfinished(self) -> list[JobState]:
+        """Jobs not yet Succeeded, Failed or Stopped."""
+        return [self.jobs[job_id] for job_id in self.active]
 
     def ids(self) -> list[str]:
         """Every job id, oldest first."""

@@ -17,16 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.queues import NoWaitPuller
+from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
-from hades.core.ports import Clock, EventStore
+from hades.core.ports import Clock, EventStore, Executor
 from hades.core.spec import Priority
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
@@ -35,11 +38,24 @@ log = logging.getLogger(__name__)
 
 PRIORITY_ORDER = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
 IDLE_POLL_SECONDS = 1.0
+#: How often an executor looks for a free slot while the global cap is reached.
+CAP_POLL_SECONDS = 0.25
 
 
 def queue_consumer(priority: Priority) -> str:
     """The durable consumer that is the queue of one priority."""
     return f"executor-{priority.value}"
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """How one executor process takes and keeps work."""
+
+    executor_id: str
+    concurrency: int = 1
+    shutdown_grace: float = 30.0
+    sweep_interval: float = 30.0
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 class ExecutorWorker:
@@ -50,41 +66,67 @@ class ExecutorWorker:
         nc: Client,
         store: EventStore,
         runner: AttemptRunner,
+        executor: Executor,
         clock: Clock,
-        concurrency: int,
-        ack_wait: float = 30.0,
+        options: ExecutorOptions,
+        heartbeats: Heartbeats,
+        cap: SlotLeases | None = None,
     ) -> None:
         self._nc = nc
         self._store = store
         self._runner = runner
+        self._executor = executor
         self._clock = clock
-        self._slots = asyncio.Semaphore(concurrency)
-        self._ack_wait = ack_wait
+        self._options = options
+        self._heartbeats = heartbeats
+        self._cap = cap
+        self._slots = asyncio.Semaphore(options.concurrency)
         self._doorbell = asyncio.Event()
-        self._running: set[asyncio.Task[None]] = set()
+        self._draining = asyncio.Event()
+        self._running: dict[asyncio.Task[None], str] = {}
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        self._started_at = clock.now()
+        self._keep_every = 10.0
 
     async def run(self) -> None:
-        """Take work until cancelled; running attempts are then handed back to the queue."""
+        """Take work until cancelled (or drained); running attempts are then handed back to the queue."""
         bell = await self._nc.subscribe("hades.events.*.queued.>", cb=self._ring)
         for puller in self._pullers.values():
             await puller.start()
+        await self._beat()
+        # The queue's ack deadline comes from streams.yaml; extend it (and any cap lease) three times per period.
+        ack_wait = (await self._nc.jetstream().consumer_info(EVENTS_STREAM, queue_consumer(Priority.HIGH))).config
+        periods = [float(ack_wait.ack_wait or 30)] + ([await self._cap.ttl()] if self._cap is not None else [])
+        self._keep_every = min(periods) / 3
+        chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
         try:
-            while True:
+            while not self._draining.is_set():
                 await self._slots.acquire()
                 try:
-                    msg = await self._next_message()
+                    taken = await self._next_message()
                 except BaseException:
                     self._slots.release()
                     raise
-                task = asyncio.create_task(self._handle(msg))
-                self._running.add(task)
+                if taken is None:
+                    self._slots.release()
+                    break
+                task = asyncio.create_task(self._handle(*taken))
+                self._running[task] = ""
                 task.add_done_callback(self._finished)
+            await self._wait_running()
         finally:
             await bell.unsubscribe()
             await self._stop_running()
+            for chore in chores:
+                chore.cancel()
             for puller in self._pullers.values():
                 await puller.stop()
+            await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
+
+    async def drain(self) -> None:
+        """Stop taking work; attempts still running after the grace period are handed back when ``run`` ends."""
+        self._draining.set()
+        self._doorbell.set()
 
     @property
     def busy(self) -> int:
@@ -95,25 +137,78 @@ class ExecutorWorker:
         self._doorbell.set()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self._running.discard(task)
+        self._running.pop(task, None)
         self._slots.release()
 
+    async def _wait_running(self) -> None:
+        if self._running:
+            log.info("draining: %d attempts get %.0f s to finish", len(self._running), self._options.shutdown_grace)
+            await asyncio.wait(set(self._running), timeout=self._options.shutdown_grace)
+
     async def _stop_running(self) -> None:
-        for task in self._running:
+        tasks = set(self._running)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _next_message(self) -> Msg:
-        while True:
+    async def _next_message(self) -> tuple[Msg, Lease | None] | None:
+        """The next queue message by priority, with a slot of the global cap if one is set; None when draining."""
+        while not self._draining.is_set():
             self._doorbell.clear()
-            for priority in PRIORITY_ORDER:
-                msg = await self._pullers[priority].pull()
-                if msg is not None:
-                    return msg
+            lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
+            if self._cap is None or lease is not None:
+                for priority in PRIORITY_ORDER:
+                    msg = await self._pullers[priority].pull()
+                    if msg is not None:
+                        return msg, lease
+                if lease is not None:
+                    await self._cap.release(lease)  # type: ignore[union-attr]
+            wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._doorbell.wait(), IDLE_POLL_SECONDS)
+                await asyncio.wait_for(self._doorbell.wait(), wait)
+        return None
 
-    async def _handle(self, msg: Msg) -> None:
+    async def _heartbeat_loop(self) -> None:
+        interval = await self._heartbeats.ttl() / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._beat()
+            except Exception:
+                log.exception("heartbeat failed; the scheduler takes this executor for lost if it keeps failing")
+
+    async def _beat(self) -> None:
+        await self._heartbeats.beat(
+            self._options.executor_id,
+            {
+                "executor_id": self._options.executor_id,
+                "started_at": self._started_at.isoformat(),
+                "busy": len(self._running),
+                "slots": self._options.concurrency,
+                "draining": self._draining.is_set(),
+                "labels": self._options.labels,
+            },
+        )
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            try:
+                alive = set(await self._heartbeats.alive())
+                removed = await self._executor.sweep(set(self._running.values()), alive)
+                if removed:
+                    log.info("swept %d containers and volumes left behind", removed)
+            except Exception:
+                log.exception("sweep failed; trying again later")
+            await asyncio.sleep(self._options.sweep_interval)
+
+    async def _handle(self, msg: Msg, lease: Lease | None) -> None:
+        try:
+            await self._handle_message(msg, lease)
+        finally:
+            if lease is not None and self._cap is not None:
+                await asyncio.shield(self._cap.release(lease))
+
+    async def _handle_message(self, msg: Msg, lease: Lease | None) -> None:
         try:
             event = decode_event(msg.data)
         except ValueError:
@@ -123,7 +218,10 @@ class ExecutorWorker:
         if not isinstance(event, JobQueued):
             await msg.term()
             return
-        keepalive = asyncio.create_task(self._keep_alive(msg))
+        current = asyncio.current_task()
+        if current is not None and current in self._running:
+            self._running[current] = event.job_id
+        keepalive = asyncio.create_task(self._keep_alive(msg, lease))
         job: JobHandle | None = None
         try:
             job = await JobHandle.load(self._store, self._clock, event.job_id)
@@ -146,12 +244,16 @@ class ExecutorWorker:
         finally:
             keepalive.cancel()
 
-    async def _keep_alive(self, msg: Msg) -> None:
-        """Extend the message's ack deadline while its job runs."""
+    async def _keep_alive(self, msg: Msg, lease: Lease | None) -> None:
+        """Extend the message's ack deadline (and the cap's lease) while its job runs."""
         while True:
-            await asyncio.sleep(self._ack_wait / 3)
+            await asyncio.sleep(self._keep_every)
             with contextlib.suppress(Exception):
                 await msg.in_progress()
+            if lease is not None and self._cap is not None:
+                with contextlib.suppress(Exception):
+                    if not await self._cap.renew(lease, self._options.executor_id):
+                        log.warning("lost the cap lease %s; the cap may be exceeded briefly", lease.key)
 
 
 def _queued_for(job: JobHandle, queued: JobQueued) -> bool:

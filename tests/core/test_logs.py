@@ -246,19 +246,21 @@ def test_container_config_has_image_env_workdir_labels_and_mount() -> None:
     assert config["Env"] == ["K=v", f"UUID={JOB_ID}", "JOB_NAME=grade"]
     assert config["WorkingDir"] == SHARED_PATH == "/shared"
     assert config["Labels"] == {LABEL_JOB: JOB_ID, LABEL_EXECUTOR: "exec-1", LABEL_ATTEMPT: "3", LABEL_STEP: "1"}
-    assert config["HostConfig"]["Mounts"] == [{"Type": "volume", "Source": volume_name(JOB_ID), "Target": "/shared"}]
-    assert volume_name(JOB_ID) == f"hades-{JOB_ID}"
+    volume = volume_name(JOB_ID, 3)
+    assert config["HostConfig"]["Mounts"] == [{"Type": "volume", "Source": volume, "Target": "/shared"}]
+    assert volume == f"hades-{JOB_ID}-3"
 
 
 def test_host_config_without_limits_only_mounts_the_volume() -> None:
-    assert host_config(Step(image="alpine"), JOB_ID, DEFAULTS) == {
-        "Mounts": [{"Type": "volume", "Source": f"hades-{JOB_ID}", "Target": "/shared"}]
+    assert host_config(Step(image="alpine"), "vol", DEFAULTS) == {
+        "Mounts": [{"Type": "volume", "Source": "vol", "Target": "/shared"}],
+        "SecurityOpt": ["no-new-privileges"],
     }
 
 
 def test_host_config_carries_the_steps_limits() -> None:
     step = Step(image="alpine", cpu_limit=2, memory_limit="512M", memory_swap="1G", pids_limit=64, network="none")
-    config = host_config(step, JOB_ID, DEFAULTS)
+    config = host_config(step, "vol", DEFAULTS)
     assert config["NanoCpus"] == 2_000_000_000
     assert config["Memory"] == 512 * 1024**2 == 536870912
     assert config["MemorySwap"] == 1024**3
@@ -268,7 +270,7 @@ def test_host_config_carries_the_steps_limits() -> None:
 
 def test_executor_defaults_apply_only_when_the_step_sets_no_limit() -> None:
     defaults = DockerDefaults(executor_id="exec-1", cpu_limit=4, memory_limit="1g")
-    bare = host_config(Step(image="alpine"), JOB_ID, defaults)
+    bare = host_config(Step(image="alpine"), "vol", defaults)
     assert (bare["NanoCpus"], bare["Memory"]) == (4_000_000_000, 1024**3)
     smaller = host_config(Step(image="alpine", cpu_limit=1, memory_limit="256m"), JOB_ID, defaults)
     assert (smaller["NanoCpus"], smaller["Memory"]) == (1_000_000_000, 256 * 1024**2)

@@ -71,14 +71,14 @@ async def test_cancel_of_an_unknown_or_malformed_job_is_404(start_hades: StartHa
 
 async def test_a_cancel_survives_a_restart_of_the_executor(docker_images: list[str], start_hades: StartHades) -> None:
     api = await start_hades(Roles(api=True, scheduler=True))
-    executor = await start_hades(Roles(executor=True))
+    executor = await start_hades(Roles(executor=True), SHUTDOWN_GRACE_SECONDS=0)
     job_id = await api.submit(SLEEPER)
 
     async def started() -> bool:
         return (await api.client.get(f"/jobs/{job_id}/status")).json()["status"] == "Running"
 
     await eventually(started)
-    await executor.stop()  # hands the attempt back: queued again as attempt 2
+    await executor.stop()  # no grace: hands the attempt back at once, queued again as attempt 2
     assert (await api.client.post(f"/jobs/{job_id}/cancel")).status_code == 202
     restarted = await start_hades(Roles(executor=True))
 

@@ -34,9 +34,14 @@ class DockerDefaults:
         return parse_memory(self.memory_limit) if self.memory_limit else None
 
 
-def volume_name(job_id: str) -> str:
-    """The job's shared volume."""
-    return f"hades-{job_id}"
+def volume_name(job_id: str, attempt: int) -> str:
+    """The attempt's shared volume: a retried attempt starts from an empty workspace."""
+    return f"hades-{job_id}-{attempt}"
+
+
+def labels(job: JobState, executor_id: str) -> dict[str, str]:
+    """What marks a container or volume as this attempt's, for cleanup and for the sweep after a crash."""
+    return {LABEL_JOB: job.job_id, LABEL_EXECUTOR: executor_id, LABEL_ATTEMPT: str(job.attempt)}
 
 
 def container_name(job: JobState, index: int) -> str:
@@ -60,10 +65,11 @@ def image_reference(image: str) -> str:
     return image if ("@" in image or ":" in last) else f"{image}:latest"
 
 
-def host_config(step: Step, job_id: str, defaults: DockerDefaults) -> dict[str, Any]:
+def host_config(step: Step, volume: str, defaults: DockerDefaults) -> dict[str, Any]:
     """Mount and limits. The executor's defaults apply to steps that set no limit of their own."""
     config: dict[str, Any] = {
-        "Mounts": [{"Type": "volume", "Source": volume_name(job_id), "Target": SHARED_PATH}],
+        "Mounts": [{"Type": "volume", "Source": volume, "Target": SHARED_PATH}],
+        "SecurityOpt": ["no-new-privileges"],
     }
     cpus = step.cpu_limit or defaults.cpu_limit
     if cpus:
@@ -87,13 +93,8 @@ def container_config(job: JobState, index: int, defaults: DockerDefaults) -> dic
         "Image": image_reference(step.image),
         "Env": step_env(job, step),
         "WorkingDir": SHARED_PATH,
-        "Labels": {
-            LABEL_JOB: job.job_id,
-            LABEL_EXECUTOR: defaults.executor_id,
-            LABEL_ATTEMPT: str(job.attempt),
-            LABEL_STEP: str(index),
-        },
-        "HostConfig": host_config(step, job.job_id, defaults),
+        "Labels": {**labels(job, defaults.executor_id), LABEL_STEP: str(index)},
+        "HostConfig": host_config(step, volume_name(job.job_id, job.attempt), defaults),
     }
     if step.script.strip():
         config["Entrypoint"] = [*shlex.split(defaults.script_executor), step.script]

@@ -24,6 +24,7 @@ from hades.adapters.docker.containers import (
     container_config,
     container_name,
     image_reference,
+    labels,
     volume_name,
 )
 from hades.config import PullPolicy
@@ -68,9 +69,10 @@ class DockerExecutor:
 
     async def prepare(self, job: JobState) -> None:
         """Create the job's volume and make every image available."""
-        labels = {LABEL_JOB: job.job_id, LABEL_EXECUTOR: self._defaults.executor_id}
         try:
-            await self.docker.volumes.create({"Name": volume_name(job.job_id), "Labels": labels})
+            await self.docker.volumes.create(
+                {"Name": volume_name(job.job_id, job.attempt), "Labels": labels(job, self._defaults.executor_id)}
+            )
         except DockerError as error:
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
         await self._ensure_images(job)
@@ -91,13 +93,35 @@ class DockerExecutor:
             await asyncio.shield(self._remove(container))
 
     async def cleanup(self, job: JobState) -> None:
-        """Remove every container labelled with the job, then its volume."""
-        containers = await self.docker.containers.list(all=True, filters={"label": [f"{LABEL_JOB}={job.job_id}"]})
-        for container in containers:
+        """Remove the attempt's containers (only this executor's: another may run a later attempt), then its volume."""
+        mine = [f"{key}={value}" for key, value in labels(job, self._defaults.executor_id).items()]
+        for container in await self.docker.containers.list(all=True, filters={"label": mine}):
             await self._remove(container)
         with contextlib.suppress(DockerError):
-            volume = await self.docker.volumes.get(volume_name(job.job_id))
+            volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
             await volume.delete()
+
+    async def sweep(self, running: set[str], live_executors: set[str]) -> int:
+        """Remove what a crash left behind: containers and volumes of executors that are gone, and this
+        executor's own that belong to no job it runs now. Returns how many were removed."""
+        me = self._defaults.executor_id
+        removed = 0
+
+        def stale(found: dict[str, str]) -> bool:
+            owner, job_id = found.get(LABEL_EXECUTOR), found.get(LABEL_JOB)
+            return owner not in live_executors if owner != me else job_id not in running
+
+        for container in await self.docker.containers.list(all=True, filters={"label": [LABEL_JOB]}):
+            if stale(container._container.get("Labels") or {}):
+                await self._remove(container)
+                removed += 1
+        volumes = (await self.docker.volumes.list(filters={"label": LABEL_JOB})).get("Volumes") or []
+        for volume in volumes:
+            if stale(volume.get("Labels") or {}):
+                with contextlib.suppress(DockerError):
+                    await (await self.docker.volumes.get(volume["Name"])).delete()
+                    removed += 1
+        return removed
 
     # -- internals ----------------------------------------------------------------------------------------------
 

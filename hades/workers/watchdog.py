@@ -1,0 +1,92 @@
+"""The scheduler's periodic duties over the jobs it can see: lost executors and priority ageing.
+
+- A job ``Running`` on an executor whose heartbeat expired is handed back to the queue as a new attempt, up to
+  ``MAX_ATTEMPTS``, then failed with a reason that says so.
+- With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
+  low job cannot starve behind a steady stream of high ones.
+
+Any number of schedulers may run this: the per-job concurrency check lets exactly one of them act on a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from hades.adapters.nats.heartbeats import Heartbeats
+from hades.core.errors import ConcurrencyConflict, InvalidTransition
+from hades.core.lifecycle import Command, FailJob, JobState, PromoteJob, RequeueJob, Status
+from hades.core.ports import Clock, EventStore
+from hades.core.spec import Priority
+from hades.projections.jobs import JobsView
+from hades.workers.jobs import JobHandle
+
+log = logging.getLogger(__name__)
+
+_UP = {Priority.LOW: Priority.MEDIUM, Priority.MEDIUM: Priority.HIGH}
+
+
+@dataclass(frozen=True)
+class WatchdogPolicy:
+    """How the scheduler treats lost executors and waiting jobs."""
+
+    max_attempts: int = 3
+    aging_seconds: float | None = None
+    interval: float = 2.0
+
+
+class Watchdog:
+    """Looks over unfinished jobs every ``interval`` seconds."""
+
+    def __init__(
+        self, store: EventStore, clock: Clock, jobs: JobsView, heartbeats: Heartbeats, policy: WatchdogPolicy
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._jobs = jobs
+        self._heartbeats = heartbeats
+        self._policy = policy
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("watchdog round failed; trying again")
+            await asyncio.sleep(self._policy.interval)
+
+    async def tick(self) -> int:
+        """One look over the unfinished jobs; returns how many were acted on."""
+        alive = set(await self._heartbeats.alive())
+        acted = 0
+        for job in self._jobs.unfinished():
+            command = self._command_for(job, alive)
+            if command is not None and await self._apply(job.job_id, command):
+                acted += 1
+        return acted
+
+    def _command_for(self, job: JobState, alive: set[str]) -> Command | None:
+        if job.status is Status.RUNNING and job.executor_id not in alive:
+            lost = f"executor {job.executor_id} was lost (its heartbeat expired)"
+            if job.attempt >= self._policy.max_attempts:
+                return FailJob(job.attempt, f"{lost}; gave up after {job.attempt} attempts")
+            return RequeueJob(job.attempt, f"{lost}; attempt {job.attempt} handed back")
+        aging = self._policy.aging_seconds
+        if aging and job.status is Status.QUEUED and job.queued_at is not None and job.priority in _UP:
+            waited = (self._clock.now() - job.queued_at).total_seconds()
+            if waited >= aging:
+                up = _UP[job.priority]
+                return PromoteJob(job.attempt, up, f"waited {waited:.0f} s in the {job.priority} queue; now {up}")
+        return None
+
+    async def _apply(self, job_id: str, command: Command) -> bool:
+        job = await JobHandle.load(self._store, self._clock, job_id)
+        try:
+            await job.run(job_id, command)
+        except (InvalidTransition, ConcurrencyConflict) as why:
+            log.debug("watchdog left job %s alone: %s", job_id, why)
+            return False
+        log.info("job %s: %s", job_id, getattr(command, "reason", command))
+        return True
