@@ -193,9 +193,11 @@ async def _wait(task: asyncio.Task[None], timeout: float) -> None:
 
 async def _cancel(task: asyncio.Task[None]) -> None:
     """Cancel and wait; cancel again if a library swallowed the first one (nats-py can, mid-reply)."""
+    patience = 15.0  # the first cancel may still be cleaning up containers
     while not task.done():
         task.cancel()
-        await asyncio.wait({task}, timeout=1)
+        await asyncio.wait({task}, timeout=patience)
+        patience = 1.0
     if not task.cancelled() and task.exception() is not None:
         log.error("role %s ended with an error", task.get_name(), exc_info=task.exception())
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +137,7 @@ async def start_hades(nats_url: str) -> AsyncIterator[StartHades]:
 
     async def start(roles: Roles | None = None, **env: Any) -> RunningHades:
         port = free_port()
-        settings = Settings(API_PORT=port, API_HOST="127.0.0.1", DOCKER_PULL_POLICY="never", **env)
+        settings = Settings(**{"API_PORT": port, "API_HOST": "127.0.0.1", "DOCKER_PULL_POLICY": "never", **env})
         stop = asyncio.Event()
         task = asyncio.create_task(serve(settings, roles or Roles(True, True, True), nats_url, stop))
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10)
@@ -159,3 +164,45 @@ async def start_hades(nats_url: str) -> AsyncIterator[StartHades]:
     for hades in running:
         with contextlib.suppress(Exception):
             await hades.stop()
+
+
+@dataclass
+class RoleProcess:
+    """A Hades role running as its own OS process, to be killed like a real one."""
+
+    process: subprocess.Popen[bytes]
+    executor_id: str
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or a lost machine would."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM and wait for the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+
+SpawnRole = Callable[..., RoleProcess]
+
+
+@pytest.fixture
+def spawn_role(nats_url: str) -> Iterator[SpawnRole]:
+    """Start ``hades <role>`` processes against the session NATS; all are killed at the end."""
+    started: list[RoleProcess] = []
+
+    def spawn(role: str = "executor", **env: str) -> RoleProcess:
+        executor_id = env.pop("HADES_EXECUTOR_ID", f"proc-{uuid.uuid4().hex[:8]}")
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("HADES_", "API_", "AUTH_"))}
+        environment.update(NATS_URL=nats_url, HADES_EXECUTOR_ID=executor_id, DOCKER_PULL_POLICY="never", **env)
+        process = subprocess.Popen([sys.executable, "-m", "hades.cli", role], env=environment)
+        role_process = RoleProcess(process, executor_id)
+        started.append(role_process)
+        return role_process
+
+    yield spawn
+    for role_process in started:
+        role_process.kill()

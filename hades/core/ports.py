@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -91,7 +91,7 @@ class Executor(Protocol):
         """Remove everything the attempt left on the engine; never raises for things already gone."""
         ...
 
-    async def sweep(self, running: set[str], live_executors: set[str]) -> int:
+    async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove what crashed attempts left: anything of a gone executor, or of ours not running now."""
         ...
 

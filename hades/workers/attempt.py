@@ -19,6 +19,7 @@ from hades.core.events import Event, JobCancelRequested, JobQueued
 from hades.core.lifecycle import (
     FailJob,
     FinishStep,
+    JobState,
     RequeueJob,
     StartAttempt,
     StartStep,
@@ -56,6 +57,7 @@ class AttemptRunner:
             await job.run(job_id, StartAttempt(attempt=attempt, executor_id=self._executor_id))
         except InvalidTransition:
             return False
+        started = job.state  # the attempt as it began: what cleanup removes, whatever the job does next
         work = asyncio.create_task(self._work(job, job_id, attempt), name=f"attempt-{job_id}-{attempt}")
 
         checks: set[asyncio.Task[None]] = set()
@@ -78,8 +80,10 @@ class AttemptRunner:
                 raise
             await asyncio.shield(self._interrupted(job, job_id, attempt))
         finally:
+            for check in checks:
+                check.cancel()
             await asyncio.shield(unwatch())
-            await asyncio.shield(self._cleanup(job))
+            await asyncio.shield(self._cleanup(started))
         return True
 
     @staticmethod
@@ -148,9 +152,9 @@ class AttemptRunner:
         except InvalidTransition:
             log.info("job %s ended meanwhile; %s not needed", job.state.job_id, type(command).__name__)
 
-    async def _cleanup(self, job: JobHandle) -> None:
-        assert job.state is not None
+    async def _cleanup(self, attempt: JobState | None) -> None:
+        assert attempt is not None
         try:
-            await self._executor.cleanup(job.state)
+            await self._executor.cleanup(attempt)
         except Exception:
-            log.exception("cleanup of job %s failed; the periodic sweep will retry", job.state.job_id)
+            log.exception("cleanup of job %s failed; the periodic sweep will retry", attempt.job_id)

@@ -100,8 +100,7 @@ class ExecutorWorker:
         self._keep_every = min(periods) / 3
         chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
         try:
-            while not self._draining.is_set():
-                await self._slots.acquire()
+            while await self._take_slot():
                 try:
                     taken = await self._next_message()
                 except BaseException:
@@ -123,6 +122,20 @@ class ExecutorWorker:
                 await puller.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
 
+    async def _take_slot(self) -> bool:
+        """Wait for a free slot; False once draining (no slot is then held)."""
+        acquire = asyncio.ensure_future(self._slots.acquire())
+        draining = asyncio.ensure_future(self._draining.wait())
+        await asyncio.wait({acquire, draining}, return_when=asyncio.FIRST_COMPLETED)
+        draining.cancel()
+        if not acquire.done():
+            acquire.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await acquire
+        if acquire.done() and not acquire.cancelled() and self._draining.is_set():
+            self._slots.release()
+        return acquire.done() and not acquire.cancelled() and not self._draining.is_set()
+
     async def drain(self) -> None:
         """Stop taking work; attempts still running after the grace period are handed back when ``run`` ends."""
         self._draining.set()
@@ -132,6 +145,10 @@ class ExecutorWorker:
     def busy(self) -> int:
         """Attempts running now."""
         return len(self._running)
+
+    def _runs(self, job_id: str) -> bool:
+        """Whether this executor runs the job right now (asked at the moment of the check, not before)."""
+        return job_id in self._running.values()
 
     async def _ring(self, _msg: Msg) -> None:
         self._doorbell.set()
@@ -194,7 +211,7 @@ class ExecutorWorker:
         while True:
             try:
                 alive = set(await self._heartbeats.alive())
-                removed = await self._executor.sweep(set(self._running.values()), alive)
+                removed = await self._executor.sweep(self._runs, alive)
                 if removed:
                     log.info("swept %d containers and volumes left behind", removed)
             except Exception:

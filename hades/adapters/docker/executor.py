@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiodocker
 from aiodocker.containers import DockerContainer
@@ -33,9 +34,22 @@ from hades.core.logs import OutputStream, parse_line
 from hades.core.ports import ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: After a container exits, how long its log streams get to deliver what is left (the Go executor's drain).
 LOG_DRAIN_SECONDS = 10.0
+
+
+async def _settled(operation: Awaitable[T]) -> T:
+    """Await an engine call that creates something; if cancelled meanwhile, let it land before re-raising, so
+    the cleanup that follows sees (and removes) what it created instead of racing it."""
+    task = asyncio.ensure_future(operation)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise
 
 
 class DockerExecutor:
@@ -70,8 +84,10 @@ class DockerExecutor:
     async def prepare(self, job: JobState) -> None:
         """Create the job's volume and make every image available."""
         try:
-            await self.docker.volumes.create(
-                {"Name": volume_name(job.job_id, job.attempt), "Labels": labels(job, self._defaults.executor_id)}
+            await _settled(
+                self.docker.volumes.create(
+                    {"Name": volume_name(job.job_id, job.attempt), "Labels": labels(job, self._defaults.executor_id)}
+                )
             )
         except DockerError as error:
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
@@ -81,7 +97,7 @@ class DockerExecutor:
         """Create, start and follow one step's container to its end, then remove it."""
         config = container_config(job, index, self._defaults)
         try:
-            container = await self.docker.containers.create(config, name=container_name(job, index))
+            container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
         except DockerError as error:
             return StepResult(exit_code=None, error=f"failed to create container: {error.message}")
         try:
@@ -97,11 +113,14 @@ class DockerExecutor:
         mine = [f"{key}={value}" for key, value in labels(job, self._defaults.executor_id).items()]
         for container in await self.docker.containers.list(all=True, filters={"label": mine}):
             await self._remove(container)
-        with contextlib.suppress(DockerError):
+        try:
             volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
             await volume.delete()
+        except DockerError as error:
+            if error.status != 404:
+                log.warning("could not remove volume of job %s: %s", job.job_id, error.message)
 
-    async def sweep(self, running: set[str], live_executors: set[str]) -> int:
+    async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove what a crash left behind: containers and volumes of executors that are gone, and this
         executor's own that belong to no job it runs now. Returns how many were removed."""
         me = self._defaults.executor_id
@@ -109,7 +128,7 @@ class DockerExecutor:
 
         def stale(found: dict[str, str]) -> bool:
             owner, job_id = found.get(LABEL_EXECUTOR), found.get(LABEL_JOB)
-            return owner not in live_executors if owner != me else job_id not in running
+            return owner not in live_executors if owner != me else not running(job_id or "")
 
         for container in await self.docker.containers.list(all=True, filters={"label": [LABEL_JOB]}):
             if stale(container._container.get("Labels") or {}):
@@ -188,8 +207,13 @@ class DockerExecutor:
 
     async def _ensure_image(self, image: str) -> str | None:
         """None when the image is available, else the failure text for this image."""
-        if self._pull_policy is not PullPolicy.ALWAYS and await self._present(image):
-            return None
+        if self._pull_policy is not PullPolicy.ALWAYS:
+            try:
+                await self.docker.images.inspect(image)
+                return None
+            except DockerError as error:
+                if error.status != 404:
+                    return f"failed to pull image {image}: {error.message}"  # e.g. an invalid reference
         if self._pull_policy is PullPolicy.NEVER:
             return f"image {image} is not present locally and DOCKER_PULL_POLICY is never"
         try:
@@ -198,10 +222,3 @@ class DockerExecutor:
             return f"failed to pull image {image}: {error.message}"
         failures = [str(item["error"]) for item in progress if item.get("error")]
         return f"failed to pull image {image}: {failures[-1]}" if failures else None
-
-    async def _present(self, image: str) -> bool:
-        try:
-            await self.docker.images.inspect(image)
-        except DockerError:
-            return False
-        return True
