@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import aiodocker
+import aiohttp
 from aiodocker.containers import DockerContainer
 from aiodocker.exceptions import DockerError
 
@@ -35,6 +36,9 @@ from hades.core.ports import ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: What an engine call raises when the engine refuses, or cannot be reached at all.
+_ENGINE_TROUBLE = (DockerError, aiohttp.ClientError, OSError)
+_AIODOCKER_UNREACHABLE = 900
 
 #: After a container exits, how long its log streams get to deliver what is left (the Go executor's drain).
 LOG_DRAIN_SECONDS = 10.0
@@ -50,6 +54,15 @@ async def _settled(operation: Awaitable[T]) -> T:
         with contextlib.suppress(Exception):
             await task
         raise
+
+
+def _unreachable(error: BaseException) -> bool:
+    """The engine did not answer at all (aiodocker reports that as status 900), as opposed to refusing."""
+    return not isinstance(error, DockerError) or error.status == _AIODOCKER_UNREACHABLE
+
+
+def _describe(error: BaseException) -> str:
+    return error.message if isinstance(error, DockerError) else f"{type(error).__name__}: {error}"
 
 
 class DockerExecutor:
@@ -84,6 +97,14 @@ class DockerExecutor:
     async def prepare(self, job: JobState) -> None:
         """Create the job's volume and make every image available."""
         try:
+            await self._prepare(job)
+        except _ENGINE_TROUBLE as error:
+            if not _unreachable(error):
+                raise
+            raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
+
+    async def _prepare(self, job: JobState) -> None:
+        try:
             await _settled(
                 self.docker.volumes.create(
                     {"Name": volume_name(job.job_id, job.attempt), "Labels": labels(job, self._defaults.executor_id)}
@@ -99,9 +120,15 @@ class DockerExecutor:
         try:
             container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
         except DockerError as error:
+            if _unreachable(error):
+                raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
             return StepResult(exit_code=None, error=f"failed to create container: {error.message}")
         try:
             return await self._run_container(container, logs)
+        except _ENGINE_TROUBLE as error:
+            if not _unreachable(error):
+                raise
+            raise ExecutionError(f"lost the Docker engine while step {index + 1} ran: {_describe(error)}") from error
         except asyncio.CancelledError:
             await asyncio.shield(self._kill(container))
             raise
@@ -191,11 +218,11 @@ class DockerExecutor:
         return False
 
     async def _kill(self, container: DockerContainer) -> None:
-        with contextlib.suppress(DockerError):
+        with contextlib.suppress(*_ENGINE_TROUBLE):
             await container.kill()
 
     async def _remove(self, container: DockerContainer) -> None:
-        with contextlib.suppress(DockerError):
+        with contextlib.suppress(*_ENGINE_TROUBLE):
             await container.delete(force=True, v=True)
 
     async def _ensure_images(self, job: JobState) -> None:
