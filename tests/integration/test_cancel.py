@@ -55,6 +55,7 @@ async def test_a_running_job_is_stopped_within_seconds(docker_images: list[str],
     assert detail["status"] == "Stopped"
     assert detail["reason"] == "cancelled by api"
     assert latency < 10, latency
+    print(f"\ncancel of a running job -> Stopped: {latency * 1000:.0f} ms")
     assert await leftovers(job_id) == ([], [])
     again = await hades.client.post(f"/jobs/{job_id}/cancel")
     assert again.status_code == 409

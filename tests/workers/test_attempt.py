@@ -1,0 +1,89 @@
+"""The attempt runner against the real event store, with an executor that fails on purpose where a real engine
+cannot be made to (a volume that cannot be created, a crash inside the executor): every way ends the job."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+from nats.aio.client import Client
+
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.clock import SystemClock
+from hades.core.lifecycle import JobState, QueueJob, Status, SubmitJob, decide
+from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.spec import JobSpec, Step
+from hades.workers.attempt import AttemptRunner
+from hades.workers.jobs import JobHandle
+
+
+class FailingExecutor:
+    """An Executor whose prepare or run_step raises what it is given; records its cleanups."""
+
+    def __init__(self, on_prepare: Exception | None = None, on_step: Exception | None = None) -> None:
+        self.on_prepare = on_prepare
+        self.on_step = on_step
+        self.cleaned: list[tuple[str, int]] = []
+
+    async def prepare(self, job: JobState) -> None:
+        if self.on_prepare is not None:
+            raise self.on_prepare
+
+    async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
+        await logs.open(f"fake-{index}")
+        if self.on_step is not None:
+            raise self.on_step
+        return StepResult(exit_code=0)
+
+    async def cleanup(self, job: JobState) -> None:
+        self.cleaned.append((job.job_id, job.attempt))
+
+    async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
+        return 0
+
+
+async def queued_job(store: NatsEventStore) -> JobHandle:
+    job_id = str(uuid.uuid4())
+    clock = SystemClock()
+    spec = JobSpec(name="j", steps=(Step(id=1, image="x"),))
+    await store.append(job_id, decide(None, SubmitJob(job_id=job_id, spec=spec), clock.now()), 0)
+    job = await JobHandle.load(store, clock, job_id)
+    await job.run(job_id, QueueJob())
+    return job
+
+
+@pytest.mark.parametrize(
+    ("executor", "reason"),
+    [
+        (
+            FailingExecutor(on_prepare=ExecutionError("failed to create the shared volume: no space")),
+            "failed to create the shared volume: no space",
+        ),
+        (FailingExecutor(on_step=RuntimeError("boom")), "executor error: RuntimeError: boom"),
+        (FailingExecutor(on_step=ExecutionError("lost the Docker engine")), "lost the Docker engine"),
+    ],
+)
+async def test_every_failure_ends_the_job_and_cleans_up(
+    nc: Client, event_store: NatsEventStore, executor: FailingExecutor, reason: str
+) -> None:
+    job = await queued_job(event_store)
+    runner = AttemptRunner(executor, NatsLogStore(nc).writer, "exec-test", event_store.watch)
+
+    assert await runner.run(job, attempt=1)
+
+    final = await JobHandle.load(event_store, SystemClock(), job.state.job_id)  # type: ignore[union-attr]
+    assert final.state is not None and final.state.status is Status.FAILED
+    assert final.state.reason == reason
+    assert executor.cleaned == [(final.state.job_id, 1)]
+
+
+async def test_an_attempt_taken_by_someone_else_is_not_run(nc: Client, event_store: NatsEventStore) -> None:
+    job = await queued_job(event_store)
+    runner = AttemptRunner(FailingExecutor(), NatsLogStore(nc).writer, "late", event_store.watch)
+    other = await JobHandle.load(event_store, SystemClock(), job.state.job_id)  # type: ignore[union-attr]
+    first = AttemptRunner(FailingExecutor(), NatsLogStore(nc).writer, "early", event_store.watch)
+    assert await first.run(other, attempt=1)
+
+    assert not await runner.run(job, attempt=1)
