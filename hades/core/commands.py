@@ -74,6 +74,19 @@ class RequestCancel:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordLogsDelivery:
+    """The notifier tried to POST a finished job's logs to its ``callback_url``."""
+
+    url: str
+    delivery_attempt: int
+    duration_ms: int
+    status_code: int | None = None
+    error: str | None = None
+    lines: int = 0
+    final: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FailJob:
     """End the job as failed (set-up errors, timeouts, engine trouble)."""
 
@@ -98,6 +111,7 @@ Command = (
     | RequeueJob
     | PromoteJob
     | RequestCancel
+    | RecordLogsDelivery
     | FailJob
     | StopJob
 )

@@ -123,6 +123,30 @@ class JobStopped(_Event):
     reason: str
 
 
+class _Delivery(_Event):
+    """One attempt to deliver something about a finished job to a client's URL."""
+
+    url: str
+    delivery_attempt: int
+    duration_ms: int
+    status_code: int | None = None
+
+
+class LogsForwarded(_Delivery):
+    """The job's logs were POSTed to its ``callback_url`` and the receiver answered 2xx."""
+
+    type: Literal["logs_forwarded"] = "logs_forwarded"
+    lines: int = 0
+
+
+class LogsForwardFailed(_Delivery):
+    """A delivery of the job's logs failed; ``final`` when no further attempt will be made."""
+
+    type: Literal["logs_forward_failed"] = "logs_forward_failed"
+    error: str
+    final: bool = False
+
+
 Event = Annotated[
     JobSubmitted
     | JobQueued
@@ -132,8 +156,12 @@ Event = Annotated[
     | JobCancelRequested
     | JobSucceeded
     | JobFailed
-    | JobStopped,
+    | JobStopped
+    | LogsForwarded
+    | LogsForwardFailed,
     Field(discriminator="type"),
 ]
 TerminalEvent = JobSucceeded | JobFailed | JobStopped
 TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})
+#: Bookkeeping that may follow a terminal event (deliveries to the client); it never changes the job's status.
+DELIVERY_TYPES = frozenset({"logs_forwarded", "logs_forward_failed"})

@@ -18,6 +18,7 @@ from hades.core.commands import (
     FinishStep,
     PromoteJob,
     QueueJob,
+    RecordLogsDelivery,
     RequestCancel,
     RequeueJob,
     StartAttempt,
@@ -35,6 +36,8 @@ from hades.core.events import (
     JobStopped,
     JobSubmitted,
     JobSucceeded,
+    LogsForwarded,
+    LogsForwardFailed,
     StepFinished,
     StepOutcome,
     StepStarted,
@@ -48,6 +51,7 @@ __all__ = [
     "JobState",
     "PromoteJob",
     "QueueJob",
+    "RecordLogsDelivery",
     "RequestCancel",
     "RequeueJob",
     "StartAttempt",
@@ -129,14 +133,23 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
             )
         case JobCancelRequested():
             return replace(state, cancel_requested_by=event.by)
-        case JobSucceeded():
-            return replace(state, status=Status.SUCCEEDED, finished_at=event.at, reason=event.reason)
-        case JobFailed():
-            return replace(state, status=Status.FAILED, finished_at=event.at, reason=event.reason)
-        case JobStopped():
-            return replace(state, status=Status.STOPPED, finished_at=event.at, reason=event.reason)
+        case JobSucceeded() | JobFailed() | JobStopped():
+            return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason)
+        case LogsForwarded() | LogsForwardFailed():
+            return _delivered(state, event)
         case _:
             assert_never(event)
+
+
+_ENDS = {"succeeded": Status.SUCCEEDED, "failed": Status.FAILED, "stopped": Status.STOPPED}
+
+
+def _delivered(state: JobState, event: LogsForwarded | LogsForwardFailed) -> JobState:
+    if isinstance(event, LogsForwarded):
+        settled: str | None = "forwarded"
+    else:
+        settled = "failed" if event.final else state.logs_delivery
+    return replace(state, logs_delivery=settled, logs_delivery_attempts=event.delivery_attempt)
 
 
 def _with_step(state: JobState, index: int, **changes: object) -> JobState:
@@ -175,6 +188,8 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
         ]
     if state is None:
         raise InvalidTransition(f"no such job for {type(command).__name__}")
+    if isinstance(command, RecordLogsDelivery):
+        return [_logs_delivery(state, command, now)]
     if state.status.is_terminal:
         raise InvalidTransition(f"job {state.job_id} is {state.status} already")
     return _decide_live(state, command, now)
@@ -196,6 +211,8 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [_promote(state, command, now)]
         case RequestCancel():
             return _request_cancel(state, command, now)
+        case RecordLogsDelivery():
+            return [_logs_delivery(state, command, now)]
         case RequeueJob() | FailJob() | StopJob():
             return [_end_attempt(state, command, now)]
         case _:
@@ -223,6 +240,22 @@ def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
     return JobQueued(
         job_id=state.job_id, at=now, attempt=command.attempt, priority=command.priority, reason=command.reason
     )
+
+
+def _logs_delivery(state: JobState, command: RecordLogsDelivery, now: datetime) -> Event:
+    if not state.status.is_terminal:
+        raise InvalidTransition(f"job {state.job_id} is {state.status}: logs are forwarded once it has ended")
+    common = {
+        "job_id": state.job_id,
+        "at": now,
+        "url": command.url,
+        "delivery_attempt": command.delivery_attempt,
+        "duration_ms": command.duration_ms,
+        "status_code": command.status_code,
+    }
+    if command.error is None:
+        return LogsForwarded(**common, lines=command.lines)
+    return LogsForwardFailed(**common, error=cap_reason(command.error), final=command.final)
 
 
 def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> list[Event]:

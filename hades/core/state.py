@@ -65,6 +65,8 @@ class JobState:
     steps: tuple[StepState, ...] = ()
     events: int = 0
     cancel_requested_by: str | None = None
+    logs_delivery: str | None = None  # "forwarded" or "failed" once the callback_url delivery is settled
+    logs_delivery_attempts: int = 0
 
     @property
     def awaiting_queue(self) -> bool:

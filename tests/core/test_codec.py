@@ -20,6 +20,8 @@ from hades.core.events import (
     JobStopped,
     JobSubmitted,
     JobSucceeded,
+    LogsForwarded,
+    LogsForwardFailed,
     StepFinished,
     StepOutcome,
     StepStarted,
@@ -75,6 +77,12 @@ EVENTS: list[Event] = [
         last_log_seq=42,
     ),
     JobCancelRequested(job_id=JOB_ID, at=AT, by="alice", reason="wrong branch"),
+    LogsForwarded(
+        job_id=JOB_ID, at=AT, url="http://r/logs", delivery_attempt=1, duration_ms=12, status_code=200, lines=3
+    ),
+    LogsForwardFailed(
+        job_id=JOB_ID, at=AT, url="http://r/logs", delivery_attempt=2, duration_ms=5, error="refused", final=True
+    ),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1, reason="done"),
     JobFailed(job_id=JOB_ID, at=AT, attempt=1, reason="z" * 500 + "…"),

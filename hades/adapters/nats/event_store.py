@@ -47,7 +47,7 @@ def message_id(event: Event) -> str:
     different ids, so the loser sees a conflict, never "my append landed".
     """
     parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
-    for field in ("step_index", "executor_id", "priority"):
+    for field in ("step_index", "executor_id", "priority", "delivery_attempt"):
         value = getattr(event, field, None)
         if value is not None:
             parts.append(str(value))
