@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hades.core.spec import JobSpec, Priority
 
@@ -30,6 +30,14 @@ class StartAttempt:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkPrepared:
+    """The executor made the attempt's workspace and images ready."""
+
+    attempt: int
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class StartStep:
     """The executor starts the next step."""
 
@@ -46,6 +54,7 @@ class FinishStep:
     exit_code: int | None
     error: str | None = None
     last_log_seq: int | None = None
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +115,7 @@ Command = (
     SubmitJob
     | QueueJob
     | StartAttempt
+    | MarkPrepared
     | StartStep
     | FinishStep
     | RequeueJob

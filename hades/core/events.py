@@ -67,6 +67,14 @@ class JobStarted(_Event):
     executor_id: str
 
 
+class JobPrepared(_Event):
+    """The attempt's workspace and images are ready; ``phases`` says how long each part took (seconds)."""
+
+    type: Literal["prepared"] = "prepared"
+    attempt: int
+    phases: dict[str, float] = Field(default_factory=dict)
+
+
 class StepStarted(_Event):
     """A step's container (or process) was started."""
 
@@ -89,6 +97,7 @@ class StepFinished(_Event):
     reason: str | None = None
     tolerated: bool = False
     last_log_seq: int | None = None
+    phases: dict[str, float] = Field(default_factory=dict)
 
 
 class JobCancelRequested(_Event):
@@ -151,6 +160,7 @@ Event = Annotated[
     JobSubmitted
     | JobQueued
     | JobStarted
+    | JobPrepared
     | StepStarted
     | StepFinished
     | JobCancelRequested

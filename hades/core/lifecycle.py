@@ -16,6 +16,7 @@ from hades.core.commands import (
     Command,
     FailJob,
     FinishStep,
+    MarkPrepared,
     PromoteJob,
     QueueJob,
     RecordLogsDelivery,
@@ -31,6 +32,7 @@ from hades.core.events import (
     Event,
     JobCancelRequested,
     JobFailed,
+    JobPrepared,
     JobQueued,
     JobStarted,
     JobStopped,
@@ -49,6 +51,7 @@ __all__ = [
     "FailJob",
     "FinishStep",
     "JobState",
+    "MarkPrepared",
     "PromoteJob",
     "QueueJob",
     "RecordLogsDelivery",
@@ -118,6 +121,8 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
                 steps=steps,
                 reason=None,
             )
+        case JobPrepared():
+            return state
         case StepStarted():
             return _with_step(state, event.step_index, status=StepStatus.RUNNING, started_at=event.at)
         case StepFinished():
@@ -195,7 +200,7 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
     return _decide_live(state, command, now)
 
 
-def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event]:
+def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event]:  # noqa: C901 - flat dispatch
     match command:
         case SubmitJob():
             raise InvalidTransition(f"job {state.job_id} exists already")
@@ -203,6 +208,9 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [_queue(state, now)]
         case StartAttempt():
             return _start_attempt(state, command, now)
+        case MarkPrepared():
+            _require_running(state, command.attempt)
+            return [JobPrepared(job_id=state.job_id, at=now, attempt=command.attempt, phases=command.phases)]
         case StartStep():
             return [_start_step(state, command, now)]
         case FinishStep():
@@ -347,6 +355,7 @@ def _finish_step(state: JobState, command: FinishStep, now: datetime) -> list[Ev
         reason=cap_reason(reason) if reason else None,
         tolerated=not succeeded and step.continue_on_error,
         last_log_seq=command.last_log_seq,
+        phases=command.phases,
     )
     events: list[Event] = [finished]
     if not succeeded and not step.continue_on_error:

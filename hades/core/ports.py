@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -66,6 +66,7 @@ class StepResult:
 
     exit_code: int | None
     error: str | None = None
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 class ExecutionError(Exception):
@@ -79,8 +80,9 @@ class ExecutionError(Exception):
 class Executor(Protocol):
     """Runs a job's steps on some engine."""
 
-    async def prepare(self, job: JobState) -> None:
-        """Create the job's workspace and make its images available; raises ExecutionError."""
+    async def prepare(self, job: JobState) -> dict[str, float]:
+        """Create the job's workspace and make its images available; returns how long each part took
+        (seconds, e.g. ``volume``, ``images``); raises ExecutionError."""
         ...
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:

@@ -20,6 +20,7 @@ from hades.core.lifecycle import (
     FailJob,
     FinishStep,
     JobState,
+    MarkPrepared,
     RequeueJob,
     StartAttempt,
     StartStep,
@@ -114,7 +115,8 @@ class AttemptRunner:
         assert job.state is not None
         if job.state.status.is_terminal:  # a job without steps ends as it starts
             return
-        await self._executor.prepare(job.state)
+        phases = await self._executor.prepare(job.state)
+        await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
         for index, step in enumerate(job.state.spec.steps):
             await job.run(job_id, StartStep(attempt=attempt, step_index=index))
             writer = self._writers(job_id, step.id)
@@ -130,6 +132,7 @@ class AttemptRunner:
                     exit_code=result.exit_code,
                     error=result.error,
                     last_log_seq=last_log_seq,
+                    phases=result.phases,
                 ),
             )
             if job.state.status is not Status.RUNNING:

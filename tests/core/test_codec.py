@@ -15,6 +15,7 @@ from hades.core.events import (
     Event,
     JobCancelRequested,
     JobFailed,
+    JobPrepared,
     JobQueued,
     JobStarted,
     JobStopped,
@@ -62,6 +63,7 @@ EVENTS: list[Event] = [
     JobQueued(job_id=JOB_ID, at=AT, attempt=1, priority=Priority.LOW),
     JobQueued(job_id=JOB_ID, at=AT, attempt=2, priority=Priority.HIGH, reason="executor lost"),
     JobStarted(job_id=JOB_ID, at=AT, attempt=1, executor_id="exec-7"),
+    JobPrepared(job_id=JOB_ID, at=AT, attempt=1, phases={"volume": 0.01, "images": 0.002}),
     StepStarted(job_id=JOB_ID, at=AT, attempt=1, step_index=0, step_id=1, image="alpine:3.22"),
     StepFinished(job_id=JOB_ID, at=AT, attempt=1, step_index=0, step_id=1, outcome=StepOutcome.SUCCEEDED, exit_code=0),
     StepFinished(

@@ -27,9 +27,10 @@ class FailingExecutor:
         self.on_step = on_step
         self.cleaned: list[tuple[str, int]] = []
 
-    async def prepare(self, job: JobState) -> None:
+    async def prepare(self, job: JobState) -> dict[str, float]:
         if self.on_prepare is not None:
             raise self.on_prepare
+        return {"volume": 0.001}
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         await logs.open(f"fake-{index}")

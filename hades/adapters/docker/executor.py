@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -42,6 +43,16 @@ _AIODOCKER_UNREACHABLE = 900
 
 #: After a container exits, how long its log streams get to deliver what is left (the Go executor's drain).
 LOG_DRAIN_SECONDS = 10.0
+
+
+@contextlib.contextmanager
+def lap(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the seconds the block took to ``phases[name]`` (also when it raises)."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - began, 6)
 
 
 async def _settled(operation: Awaitable[T]) -> T:
@@ -94,37 +105,46 @@ class DockerExecutor:
 
     # -- the Executor protocol ----------------------------------------------------------------------------------
 
-    async def prepare(self, job: JobState) -> None:
-        """Create the job's volume and make every image available."""
+    async def prepare(self, job: JobState) -> dict[str, float]:
+        """Create the job's volume and make every image available; returns the seconds each took."""
         try:
-            await self._prepare(job)
+            return await self._prepare(job)
         except _ENGINE_TROUBLE as error:
             if not _unreachable(error):
                 raise
             raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
 
-    async def _prepare(self, job: JobState) -> None:
+    async def _prepare(self, job: JobState) -> dict[str, float]:
+        phases: dict[str, float] = {}
         try:
-            await _settled(
-                self.docker.volumes.create(
-                    {"Name": volume_name(job.job_id, job.attempt), "Labels": labels(job, self._defaults.executor_id)}
+            with lap(phases, "volume"):
+                await _settled(
+                    self.docker.volumes.create(
+                        {
+                            "Name": volume_name(job.job_id, job.attempt),
+                            "Labels": labels(job, self._defaults.executor_id),
+                        }
+                    )
                 )
-            )
         except DockerError as error:
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
-        await self._ensure_images(job)
+        with lap(phases, "images"):
+            await self._ensure_images(job)
+        return phases
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """Create, start and follow one step's container to its end, then remove it."""
         config = container_config(job, index, self._defaults)
+        phases: dict[str, float] = {}
         try:
-            container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
+            with lap(phases, "create"):
+                container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
         except DockerError as error:
             if _unreachable(error):
                 raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
-            return StepResult(exit_code=None, error=f"failed to create container: {error.message}")
+            return StepResult(exit_code=None, error=f"failed to create container: {error.message}", phases=phases)
         try:
-            return await self._run_container(container, logs)
+            return await self._run_container(container, logs, phases)
         except _ENGINE_TROUBLE as error:
             if not _unreachable(error):
                 raise
@@ -133,7 +153,8 @@ class DockerExecutor:
             await asyncio.shield(self._kill(container))
             raise
         finally:
-            await asyncio.shield(self._remove(container))
+            with lap(phases, "teardown"):
+                await asyncio.shield(self._remove(container))
 
     async def cleanup(self, job: JobState) -> None:
         """Remove the attempt's containers (only this executor's: another may run a later attempt), then its volume."""
@@ -171,27 +192,31 @@ class DockerExecutor:
 
     # -- internals ----------------------------------------------------------------------------------------------
 
-    async def _run_container(self, container: DockerContainer, logs: StepLogs) -> StepResult:
+    async def _run_container(self, container: DockerContainer, logs: StepLogs, phases: dict[str, float]) -> StepResult:
         await logs.open(container.id)
         try:
-            await container.start()
+            with lap(phases, "start"):
+                await container.start()
         except DockerError as error:
-            return StepResult(exit_code=None, error=f"failed to start container: {error.message}")
+            return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
         pumps = [
             asyncio.create_task(self._pump(container, "stdout", logs)),
             asyncio.create_task(self._pump(container, "stderr", logs)),
         ]
         try:
-            result = await container.wait()
-            with contextlib.suppress(TimeoutError):
+            with lap(phases, "run"):
+                result = await container.wait()
+            with lap(phases, "logs"), contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*pumps), LOG_DRAIN_SECONDS)
         finally:
             for pump in pumps:
                 pump.cancel()
         code = int(result.get("StatusCode", -1))
         if code != 0 and await self._oom_killed(container):
-            return StepResult(exit_code=code, error=f"container exited with status {code} (out of memory)")
-        return StepResult(exit_code=code)
+            return StepResult(
+                exit_code=code, error=f"container exited with status {code} (out of memory)", phases=phases
+            )
+        return StepResult(exit_code=code, phases=phases)
 
     async def _pump(self, container: DockerContainer, stream: OutputStream, logs: StepLogs) -> None:
         """Follow one output stream, split it into lines and hand each to the log writer."""
