@@ -62,6 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--follow", "-f", action="store_true", help="print its logs and wait for the outcome")
     submit.set_defaults(handler=_submit)
 
+    timing = commands.add_parser("timing", help="where a job's time went, phase by phase")
+    timing.add_argument("job_id")
+    timing.add_argument("--json", action="store_true", help="print the raw JSON")
+    timing.set_defaults(handler=_timing)
+
+    replay = commands.add_parser("replay", help="rebuild every read model from the event log (NATS_URL)")
+    replay.add_argument("--until", help="a stream sequence or an ISO 8601 time: the world as it was then")
+    replay.add_argument("--json", action="store_true", help="print the raw JSON")
+    replay.set_defaults(handler=_replay)
+
     cancel = commands.add_parser("cancel", help="stop a queued or running job")
     cancel.add_argument("job_id")
     cancel.add_argument("--reason", default="", help="why, recorded in the job's history")
@@ -188,6 +198,69 @@ def _follow(client: httpx.Client, job_id: str) -> str:
             return str(status)
         time.sleep(delay)
         delay = min(delay * 1.5, 1.0)
+
+
+def _timing(args: argparse.Namespace, settings: Settings) -> int:
+    with _client(settings) as client:
+        response = client.get(f"/jobs/{args.job_id}")
+    if response.status_code == 404:
+        print(f"hades: job not found: {args.job_id}", file=sys.stderr)
+        return 1
+    response.raise_for_status()
+    timing = response.json()["timing"] or {}
+    if args.json:
+        print(json.dumps(timing, indent=2))
+        return 0
+    for name, seconds in (timing.get("phases") or {}).items():
+        print(f"{name:<12} {_seconds(seconds)}")
+    print(f"{'total':<12} {_seconds(timing.get('total'))}")
+    print(f"{'overhead':<12} {_seconds(timing.get('overhead'))}  ({timing.get('overhead_pct')} %)")
+    return 0
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:10.1f} ms"
+
+
+def _replay(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime
+
+    from hades.http.views import parse_moment
+
+    until_seq = until_time = None
+    if args.until is not None:
+        if args.until.isdigit():
+            until_seq = int(args.until)
+        elif (until_time := parse_moment(args.until)) is None:
+            print(
+                f"hades: --until {args.until!r} is neither a sequence nor an ISO 8601 time with a zone", file=sys.stderr
+            )
+            return 2
+    summary: dict[str, Any] = {}
+
+    async def run() -> None:
+        from hades.adapters.nats.connection import connect
+        from hades.adapters.nats.event_store import NatsEventStore
+        from hades.replay import replay
+
+        nc = await connect(settings.nats_url or DEFAULT_NATS_URL, settings.nats_username, settings.nats_password)
+        try:
+            store = NatsEventStore(nc)
+            report = await replay(store, await store.stream_last_seq(), until_seq, until_time)
+        finally:
+            await nc.close()
+        summary.update(report.summary(until_time or datetime.now(UTC)))
+
+    _run(run())
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"events read   {summary['events']} (up to sequence {summary['last_seq']})")
+    print(f"time          {summary['seconds']} s, {summary['events_per_second']} events/s")
+    print(f"jobs          {summary['jobs']}")
+    for status, count in sorted(summary["metrics"]["statusCounts"].items()):
+        print(f"  {status:<11} {count}")
+    return 0
 
 
 def _cancel(args: argparse.Namespace, settings: Settings) -> int:

@@ -31,6 +31,7 @@ from hades.http.app import create_app
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
+from hades.projections.views import ReadModels
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.scheduler import scheduler_router
@@ -69,11 +70,11 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
     executing: asyncio.Task[None] | None = None
     try:
         if roles.api or roles.scheduler:
-            view = JobsView()
-            projections = ProjectionRunner(store.replay, view.apply)
+            views = ReadModels()
+            projections = ProjectionRunner(store.replay, views.apply)
             tasks.append(asyncio.create_task(projections.run(), name="projections"))
         if roles.scheduler:
-            tasks.append(asyncio.create_task(_watchdog(settings, nc, store, clock, view).run(), name="watchdog"))
+            tasks.append(asyncio.create_task(_watchdog(settings, nc, store, clock, views.jobs).run(), name="watchdog"))
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
             broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
@@ -85,7 +86,7 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
         if roles.api:
-            tasks.append(_api(settings, nc, store, clock, view, projections))
+            tasks.append(_api(settings, nc, store, clock, views, projections))
         log.info("hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor") if getattr(roles, r)))
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:
@@ -145,13 +146,13 @@ def _api(
     nc: Client,
     store: NatsEventStore,
     clock: SystemClock,
-    view: JobsView,
+    views: ReadModels,
     projections: ProjectionRunner,
 ) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
         logs=NatsLogStore(nc),
-        jobs=view,
+        views=views,
         projections=projections,
         clock=clock,
         auth_key=settings.auth_key,

@@ -139,7 +139,7 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
         case JobCancelRequested():
             return replace(state, cancel_requested_by=event.by)
         case JobSucceeded() | JobFailed() | JobStopped():
-            return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason)
+            return _ended(state, event)
         case LogsForwarded() | LogsForwardFailed():
             return _delivered(state, event)
         case _:
@@ -147,6 +147,17 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
 
 
 _ENDS = {"succeeded": Status.SUCCEEDED, "failed": Status.FAILED, "stopped": Status.STOPPED}
+
+
+def _ended(state: JobState, event: JobSucceeded | JobFailed | JobStopped) -> JobState:
+    """The job's end; a step still running then (killed by the timeout or a cancel) ended with it."""
+    steps = tuple(
+        replace(step, status=StepStatus.FAILED, reason=event.reason, finished_at=event.at)
+        if step.status is StepStatus.RUNNING
+        else step
+        for step in state.steps
+    )
+    return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason, steps=steps)
 
 
 def _delivered(state: JobState, event: LogsForwarded | LogsForwardFailed) -> JobState:

@@ -7,12 +7,13 @@ from typing import Any
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 
 from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
 from hades.http.services import ApiServices
-from hades.http.views import event_row, job_detail
+from hades.http.views import event_row, job_detail, parse_moment
+from hades.projections.views import ReadModels
 
 
 def _services(request: Request[Any, Any, State]) -> ApiServices:
@@ -38,13 +39,26 @@ def list_jobs(request: Request[Any, Any, State]) -> dict[str, list[str]]:
     return {"jobs": _services(request).jobs.ids()}
 
 
-@get("/jobs/{job_id:str}", guards=[basic_auth_guard], sync_to_thread=False)
-def get_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
-    """Status, reason, priority, attempt, times, and each step's status, exit code and times."""
-    job = _services(request).jobs.get(job_id)
+@get("/jobs/{job_id:str}", guards=[basic_auth_guard])
+async def get_job(
+    request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None
+) -> Response[Any]:
+    """Status, reason, priority, attempt, times, each step's status, exit code and times, and the phase timing.
+
+    With ``?at=<ISO 8601 time>``, the job as it was at that moment, folded from its history.
+    """
+    services = _services(request)
+    views = services.views
+    if at is not None:
+        moment = parse_moment(at)
+        if moment is None:
+            return Response(content=f"invalid at: {at!r} is not an ISO 8601 time with a zone", status_code=400)
+        history = await services.store.history(job_id) if is_job_id(job_id) else []
+        views = ReadModels.folded([r for r in history if r.event.at <= moment])
+    job = views.jobs.get(job_id)
     if job is None:
         return not_found(job_id)
-    return Response(content=job_detail(job))
+    return Response(content=job_detail(job, views.timing.get(job_id)))
 
 
 @get("/jobs/{job_id:str}/status", guards=[basic_auth_guard], sync_to_thread=False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
+from hades.projections.views import ReadModels
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,12 @@ class ApiServices:
 
     store: EventStore
     logs: LogStore
-    jobs: JobsView
+    views: ReadModels
     projections: ProjectionRunner
     clock: Clock
     auth_key: str = ""
+
+    @property
+    def jobs(self) -> JobsView:
+        """The jobs read model."""
+        return self.views.jobs

@@ -7,6 +7,7 @@ from typing import Any
 
 from hades.core.lifecycle import JobState, StepState
 from hades.core.ports import Recorded
+from hades.projections.timing import JobTiming
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -16,7 +17,16 @@ def iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def job_detail(job: JobState) -> dict[str, Any]:
+def parse_moment(text: str) -> datetime | None:
+    """An ISO 8601 time with a zone (``Z`` or an offset), as UTC; None otherwise."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "+"))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo is not None else None
+
+
+def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]:
     """``GET /jobs/{id}``."""
     return {
         "id": job.job_id,
@@ -32,6 +42,9 @@ def job_detail(job: JobState) -> dict[str, Any]:
         "finished_at": iso(job.finished_at),
         "timeout_seconds": job.spec.timeout_seconds,
         "steps": [_step(job, step) for step in _steps(job)],
+        "cancel_requested_by": job.cancel_requested_by,
+        "logs_delivery": job.logs_delivery,
+        "timing": timing.summary() if timing is not None else None,
     }
 
 

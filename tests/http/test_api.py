@@ -26,8 +26,8 @@ from hades.adapters.nats.log_store import NatsLogStore
 from hades.clock import SystemClock
 from hades.http.app import create_app
 from hades.http.services import ApiServices
-from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
+from hades.projections.views import ReadModels
 
 # Contract 6.4, written out rather than imported so that a typo in the app fails here.
 SECURITY_HEADERS = {
@@ -51,10 +51,12 @@ ONE_STEP = [{"id": 1, "name": "build", "image": "alpine:3", "script": "echo hi"}
 async def client(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
     """The API without AUTH_KEY, its jobs view following the event stream for the whole test."""
     store = NatsEventStore(nc)
-    view = JobsView()
-    projections = ProjectionRunner(store.replay, view.apply)
+    views = ReadModels()
+    projections = ProjectionRunner(store.replay, views.apply)
     follow = asyncio.create_task(projections.run(), name="test-projections")
-    services = ApiServices(store=store, logs=NatsLogStore(nc), jobs=view, projections=projections, clock=SystemClock())
+    services = ApiServices(
+        store=store, logs=NatsLogStore(nc), views=views, projections=projections, clock=SystemClock()
+    )
     try:
         app: Any = create_app(services)  # litestar's ASGI signature is narrower than httpx's annotation
         transport = httpx.ASGITransport(app=app)

@@ -236,7 +236,10 @@ async def test_the_job_timeout_kills_the_step_and_fails_the_job(
 
     assert detail["status"] == "Failed"
     assert detail["reason"] == "job timed out after 1 seconds"
-    assert [s["status"] for s in detail["steps"]] == ["Running", "Pending"]
+    assert [(s["status"], s["reason"]) for s in detail["steps"]] == [
+        ("Failed", "job timed out after 1 seconds"),
+        ("Pending", None),
+    ]
     logs = (await hades.client.get(f"/jobs/{job_id}/logs")).json()["logs"]
     assert messages(logs[0]) == ["started"]
     assert await leftovers(job_id) == ([], [])

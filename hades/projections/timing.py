@@ -1,0 +1,126 @@
+"""The timing read model: where each job's wall-clock time went, phase by phase, and how much was overhead.
+
+Phases of a job (seconds): ``scheduling`` (submitted → first queued), ``queue_wait`` (queued → started, for the
+attempt that finished), ``volume`` and ``images`` (preparing the attempt), and for each step ``create``,
+``start``, ``run``, ``logs`` (draining its output) and ``teardown``. ``run`` is the user's container executing;
+everything else is overhead, and ``overhead_pct`` is its share of submitted → finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hades.core.events import (
+    TERMINAL_TYPES,
+    JobPrepared,
+    JobQueued,
+    JobStarted,
+    JobSubmitted,
+    StepFinished,
+    StepStarted,
+)
+from hades.core.ports import Recorded
+
+STEP_PHASES = ("create", "start", "run", "logs", "teardown")
+
+
+@dataclass
+class StepTiming:
+    """One step of the timed attempt."""
+
+    index: int
+    step_id: int
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class JobTiming:
+    """The moments of one job and the phases the executor measured."""
+
+    job_id: str
+    submitted_at: datetime
+    first_queued_at: datetime | None = None
+    queued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    attempt: int = 0
+    prepare: dict[str, float] = field(default_factory=dict)
+    steps: dict[int, StepTiming] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The phase breakdown as plain data (seconds; None where the job has not got that far)."""
+        phases: dict[str, float | None] = {
+            "scheduling": _span(self.submitted_at, self.first_queued_at),
+            "queue_wait": _span(self.queued_at, self.started_at),
+            "volume": self.prepare.get("volume"),
+            "images": self.prepare.get("images"),
+        }
+        for name in STEP_PHASES:
+            values = [step.phases[name] for step in self.steps.values() if name in step.phases]
+            phases[name] = round(sum(values), 6) if values else None
+        total = _span(self.submitted_at, self.finished_at)
+        run = phases["run"] or 0.0
+        overhead = None if total is None else round(max(total - run, 0.0), 6)
+        return {
+            "total": total,
+            "phases": phases,
+            "overhead": overhead,
+            "overhead_pct": None if not total or overhead is None else round(100 * overhead / total, 1),
+            "steps": [
+                {"index": s.index, "step_id": s.step_id, **{k: s.phases.get(k) for k in STEP_PHASES}}
+                for s in sorted(self.steps.values(), key=lambda s: s.index)
+            ],
+        }
+
+
+def _span(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 6)
+
+
+@dataclass
+class TimingView:
+    """Timing of every job, and the last stream sequence applied."""
+
+    jobs: dict[str, JobTiming] = field(default_factory=dict)
+    last_seq: int = 0
+
+    def apply(self, recorded: Recorded) -> None:
+        """Fold one stored event (events at or below ``last_seq`` are ignored)."""
+        if recorded.seq <= self.last_seq:
+            return
+        self.last_seq = recorded.seq
+        event = recorded.event
+        if isinstance(event, JobSubmitted):
+            self.jobs[event.job_id] = JobTiming(job_id=event.job_id, submitted_at=event.at)
+            return
+        timing = self.jobs.get(event.job_id)
+        if timing is not None:
+            _fold(timing, event)
+
+    def get(self, job_id: str) -> JobTiming | None:
+        """One job's timing, or None."""
+        return self.jobs.get(job_id)
+
+
+def _fold(timing: JobTiming, event: object) -> None:
+    if isinstance(event, JobQueued):
+        timing.first_queued_at = timing.first_queued_at or event.at
+        timing.queued_at, timing.attempt = event.at, event.attempt
+        timing.started_at, timing.prepare, timing.steps = None, {}, {}
+    elif isinstance(event, JobStarted):
+        timing.started_at = event.at
+    elif isinstance(event, JobPrepared):
+        timing.prepare = dict(event.phases)
+    elif isinstance(event, StepStarted):
+        timing.steps[event.step_index] = StepTiming(index=event.step_index, step_id=event.step_id, started_at=event.at)
+    elif isinstance(event, StepFinished):
+        step = timing.steps.setdefault(event.step_index, StepTiming(index=event.step_index, step_id=event.step_id))
+        step.finished_at, step.phases = event.at, dict(event.phases)
+    elif getattr(event, "type", None) in TERMINAL_TYPES:
+        timing.finished_at = getattr(event, "at", None)
