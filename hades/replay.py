@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,12 +47,13 @@ async def replay(
     events = 0
     began = time.perf_counter()
     if target > 0:
-        async for recorded in store.replay(1):
-            if recorded.seq > target:
-                break
-            if until_time is None or recorded.event.at <= until_time:
-                views.apply(recorded)
-                events += 1
-            if recorded.seq >= target:
-                break
+        async with contextlib.aclosing(store.replay(1)) as events_in_order:
+            async for recorded in events_in_order:
+                if recorded.seq > target:
+                    break
+                if until_time is None or recorded.event.at <= until_time:
+                    views.apply(recorded)
+                    events += 1
+                if recorded.seq >= target:
+                    break
     return ReplayReport(events=events, seconds=time.perf_counter() - began, last_seq=target, views=views)

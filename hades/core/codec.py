@@ -23,13 +23,32 @@ def encode_event(event: Event) -> bytes:
 
 
 def decode_event(data: bytes) -> Event:
-    """Decode a stored event, upcasting older versions to the current shape."""
-    raw = json.loads(data)
-    version = raw.get("version", 1) if isinstance(raw, dict) else None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"not an event: a JSON object with an integer version >= 1 is expected, got {data[:80]!r}")
-    if version >= CURRENT_VERSION:
-        return _EVENT.validate_json(data)
+    """Decode a stored event, upcasting older versions to the current shape.
+
+    The current version decodes in one pass; only an event that says it is older takes the upcasting path.
+    """
+    try:
+        event = _EVENT.validate_json(data)
+    except pydantic.ValidationError:
+        raw = _object(data)
+        version = raw.get("version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1 or version >= CURRENT_VERSION:
+            raise
+        return _upcast(raw, version)
+    return event
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    try:
+        raw = json.loads(data)
+    except ValueError as error:
+        raise ValueError(f"not an event: {error}") from error
+    if not isinstance(raw, dict):
+        raise ValueError(f"not an event: a JSON object is expected, got {data[:80]!r}")
+    return raw
+
+
+def _upcast(raw: dict[str, Any], version: int) -> Event:
     while version < CURRENT_VERSION:
         upcast = _UPCASTERS.get((str(raw.get("type")), version))
         if upcast is None:

@@ -26,7 +26,7 @@ class StepOutcome(StrEnum):
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    version: int = 1
+    version: int = Field(default=1, ge=1)
     job_id: str
     at: datetime
 

@@ -8,7 +8,6 @@ The state lives in :mod:`hades.core.state`, the commands in :mod:`hades.core.com
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from datetime import datetime
 from typing import assert_never
 
@@ -44,7 +43,7 @@ from hades.core.events import (
     StepOutcome,
     StepStarted,
 )
-from hades.core.state import JobState, Status, StepState, StepStatus
+from hades.core.state import JobState, Status, StepState, StepStatus, replace
 
 __all__ = [
     "Command",
@@ -172,7 +171,7 @@ def _with_step(state: JobState, index: int, **changes: object) -> JobState:
     if not 0 <= index < len(state.steps):
         raise InvalidTransition(f"job {state.job_id} has no step index {index}")
     steps = list(state.steps)
-    steps[index] = replace(steps[index], **changes)  # type: ignore[arg-type]
+    steps[index] = replace(steps[index], **changes)
     return replace(state, steps=tuple(steps))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -35,7 +35,7 @@ class EventStore(Protocol):
         """The job's events, oldest first (empty for an unknown job)."""
         ...
 
-    def replay(self, from_seq: int = 1) -> AsyncIterator[Recorded]:
+    def replay(self, from_seq: int = 1) -> AsyncGenerator[Recorded, None]:
         """Every event from ``from_seq`` on, then live ones as they are appended."""
         ...
 

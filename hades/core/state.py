@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from enum import StrEnum
+from typing import TypeVar
 
 from hades.core.spec import JobSpec, Priority
+
+_T = TypeVar("_T", "JobState", "StepState")
 
 
 class Status(StrEnum):
@@ -72,3 +75,14 @@ class JobState:
     def awaiting_queue(self) -> bool:
         """Submitted (or handed back) but not yet in a priority queue."""
         return self.status is Status.QUEUED and self.queued_at is None
+
+
+def replace(state: _T, **changes: object) -> _T:
+    """``dataclasses.replace`` without re-running ``__init__``: the fold calls it for every event it reads."""
+    new = object.__new__(type(state))
+    for name in _FIELD_NAMES[type(state)]:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(state, name))
+    return new
+
+
+_FIELD_NAMES = {cls: tuple(f.name for f in fields(cls)) for cls in (JobState, StepState)}

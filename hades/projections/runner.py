@@ -7,11 +7,11 @@ that gets a job id back from ``POST /build`` can read that job at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from hades.core.ports import Recorded
 
-Source = Callable[[int], AsyncIterator[Recorded]]
+Source = Callable[[int], AsyncGenerator[Recorded, None]]
 
 
 class ProjectionRunner:

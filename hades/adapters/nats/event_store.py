@@ -8,9 +8,12 @@ on a conflict we look at the job's newest event: if it carries our msg id, the a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 from nats import nuid
 from nats.aio.client import Client
@@ -33,6 +36,8 @@ _ALREADY_THERE = (10071, 10201)
 _MSG_ID = "Nats-Msg-Id"
 #: Room kept for the headers of an append within the server's maximum message size.
 _HEADER_ALLOWANCE = 1024
+#: Events a replay holds in memory before it holds the server back.
+_REPLAY_BUFFER = 10_000
 
 
 def event_subject(event: Event) -> str:
@@ -142,20 +147,43 @@ class NatsEventStore:
             recorded.append(Recorded(seq=raw.seq, event=decode_event(raw.data), msg_id=headers.get(_MSG_ID)))
             seq = raw.seq + 1
 
-    async def replay(self, from_seq: int = 1) -> AsyncIterator[Recorded]:
-        """Every event from ``from_seq``, then live ones, through an ordered consumer (the fast read path)."""
+    async def replay(self, from_seq: int = 1) -> AsyncGenerator[Recorded, None]:
+        """Every event from ``from_seq``, then live ones, through an ordered consumer (the fast read path).
+
+        Messages arrive through a callback into a bounded buffer that is drained without a wait per message;
+        a full buffer holds the callback back, which holds back flow control, so the server slows down rather
+        than the client dropping anything.
+        """
         config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(from_seq, 1))
-        sub = await self._js.subscribe("hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config)
+        buffer: deque[Msg] = deque()
+        arrived, drained = asyncio.Event(), asyncio.Event()
+
+        async def collect(msg: Msg) -> None:
+            while len(buffer) >= _REPLAY_BUFFER:
+                drained.clear()
+                await drained.wait()
+            buffer.append(msg)
+            arrived.set()
+
+        sub = await self._js.subscribe(
+            "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config, cb=collect
+        )
         try:
             while True:
-                msg = await sub.next_msg(timeout=None)
-                yield Recorded(
-                    seq=msg.metadata.sequence.stream,
-                    event=decode_event(msg.data),
-                    msg_id=(msg.headers or {}).get(_MSG_ID),
-                )
+                await arrived.wait()
+                arrived.clear()
+                while buffer:
+                    msg = buffer.popleft()
+                    if len(buffer) < _REPLAY_BUFFER // 2:
+                        drained.set()
+                    yield Recorded(
+                        seq=msg.metadata.sequence.stream,
+                        event=decode_event(msg.data),
+                        msg_id=(msg.headers or {}).get(_MSG_ID),
+                    )
         finally:
-            await sub.unsubscribe()
+            with contextlib.suppress(NatsError):
+                await sub.unsubscribe()
 
     async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.
