@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     docker_memory_limit: str | None = Field(default=None, validation_alias="DOCKER_MEMORY_LIMIT")
     shutdown_grace_seconds: float = Field(default=30.0, ge=0, validation_alias="SHUTDOWN_GRACE_SECONDS")
     sweep_seconds: float = Field(default=30.0, gt=0, validation_alias="HADES_SWEEP_SECONDS")
+    log_max_bytes_per_job: int = Field(default=16 * 1024 * 1024, gt=0, validation_alias="LOG_MAX_BYTES_PER_JOB")
+    log_max_line_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="LOG_MAX_LINE_BYTES")
     max_parallelism: int = Field(default=0, ge=0, validation_alias="MAX_PARALLELISM")
 
     # scheduler

@@ -27,6 +27,7 @@ from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.topology import load_topology, verify
 from hades.clock import SystemClock
 from hades.config import Settings
+from hades.core.logs import LogBudget
 from hades.http.app import create_app
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
@@ -121,7 +122,8 @@ async def _executor(
         raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
     stack.push_async_callback(docker.close)
     logs = NatsLogStore(nc)
-    runner = AttemptRunner(docker, logs.writer, settings.executor_id, store.watch)
+    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
+    runner = AttemptRunner(docker, logs.writer, settings.executor_id, store.watch, limits)
     options = ExecutorOptions(
         executor_id=settings.executor_id,
         concurrency=settings.concurrency,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -90,3 +91,38 @@ def coalesce(batches: list[Log]) -> list[Log]:
         if batch.logs:
             lines[batch.container_id].extend(batch.logs)
     return [log.model_copy(update={"logs": lines[cid] or None}) for cid, log in merged.items()]
+
+
+@dataclass
+class LogBudget:
+    """How much output one job attempt may keep: a cap per line and for the whole job.
+
+    Nothing is dropped silently: a cut line says where it was cut, the first line over the job's cap is replaced
+    by a notice, and the number of lines dropped is reported when the step ends.
+    """
+
+    max_job_bytes: int = 16 * 1024 * 1024
+    max_line_bytes: int = MAX_LINE_BYTES
+    used: int = 0
+    dropped: int = 0
+
+    def admit(self, message: str) -> str | None:
+        """The line as it may be kept (possibly cut, or a notice), or None when the job's cap is used up."""
+        size = len(message.encode())
+        if size > self.max_line_bytes:
+            message = message.encode()[: self.max_line_bytes].decode(errors="ignore")
+            message += f" [hades: line cut at {self.max_line_bytes} of {size} bytes]"
+            size = len(message.encode())
+        if self.used + size <= self.max_job_bytes:
+            self.used += size
+            return message
+        self.dropped += 1
+        if self.dropped == 1:
+            return f"[hades: this job's log reached its limit of {self.max_job_bytes} bytes; further output is dropped]"
+        return None
+
+    def closing_notice(self) -> str | None:
+        """Said once when a step ends after lines were dropped."""
+        if self.dropped <= 1:
+            return None
+        return f"[hades: {self.dropped - 1} lines dropped after the log limit of {self.max_job_bytes} bytes]"

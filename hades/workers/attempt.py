@@ -28,12 +28,13 @@ from hades.core.lifecycle import (
     StopJob,
     cancel_reason,
 )
+from hades.core.logs import LogBudget
 from hades.core.ports import ExecutionError, Executor
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
 
-WriterFactory = Callable[[str, int], StepLogWriter]
+WriterFactory = Callable[[str, int, LogBudget], StepLogWriter]
 Unwatch = Callable[[], Awaitable[None]]
 #: Follow one job's events: ``watch(job_id, on_event)`` returns how to stop following.
 JobWatcher = Callable[[str, Callable[[Event], None]], Awaitable[Unwatch]]
@@ -44,7 +45,15 @@ HANDED_BACK = "executor shut down; attempt handed back to the queue"
 class AttemptRunner:
     """Takes a queued attempt and drives it to a terminal event."""
 
-    def __init__(self, executor: Executor, writers: WriterFactory, executor_id: str, watch: JobWatcher) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        writers: WriterFactory,
+        executor_id: str,
+        watch: JobWatcher,
+        log_limits: LogBudget | None = None,
+    ) -> None:
+        self._limits = log_limits or LogBudget()
         self._executor = executor
         self._writers = writers
         self._executor_id = executor_id
@@ -115,11 +124,12 @@ class AttemptRunner:
         assert job.state is not None
         if job.state.status.is_terminal:  # a job without steps ends as it starts
             return
+        budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
         phases = await self._executor.prepare(job.state)
         await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
         for index, step in enumerate(job.state.spec.steps):
             await job.run(job_id, StartStep(attempt=attempt, step_index=index))
-            writer = self._writers(job_id, step.id)
+            writer = self._writers(job_id, step.id, budget)
             try:
                 result = await self._executor.run_step(job.state, index, writer)
             finally:

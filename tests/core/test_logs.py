@@ -22,7 +22,7 @@ from hades.adapters.docker.containers import (
     volume_name,
 )
 from hades.core.lifecycle import JobState, Status
-from hades.core.logs import Log, LogEntry, OutputStream, coalesce, parse_line
+from hades.core.logs import Log, LogBudget, LogEntry, OutputStream, coalesce, parse_line
 from hades.core.spec import JobSpec, Priority, Step
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -300,3 +300,24 @@ def test_zero_or_negative_pids_and_empty_network_are_left_out() -> None:
 )
 def test_image_reference_always_names_a_tag(image: str, expected: str) -> None:
     assert image_reference(image) == expected
+
+
+def test_a_budget_cuts_long_lines_and_says_so() -> None:
+    budget = LogBudget(max_job_bytes=1000, max_line_bytes=10)
+    assert budget.admit("short") == "short"
+    assert budget.admit("x" * 25) == "x" * 10 + " [hades: line cut at 10 of 25 bytes]"
+
+
+def test_a_budget_replaces_what_exceeds_the_job_cap_with_notices() -> None:
+    budget = LogBudget(max_job_bytes=12, max_line_bytes=100)
+    kept = [budget.admit(line) for line in ("aaaa", "bbbb", "cccc", "dddd", "eeee", "ffff")]
+    assert kept[:3] == ["aaaa", "bbbb", "cccc"]
+    assert kept[3] == "[hades: this job's log reached its limit of 12 bytes; further output is dropped]"
+    assert kept[4:] == [None, None]
+    assert budget.closing_notice() == "[hades: 2 lines dropped after the log limit of 12 bytes]"
+
+
+def test_a_budget_within_its_limits_says_nothing() -> None:
+    budget = LogBudget()
+    assert budget.admit("hello") == "hello"
+    assert budget.closing_notice() is None

@@ -24,6 +24,7 @@ from nats.aio.client import Client
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.clock import SystemClock
+from hades.core.logs import LogBudget
 from hades.http.app import create_app
 from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
@@ -362,7 +363,7 @@ async def test_logs_come_back_per_container_in_the_go_shape(client: httpx.AsyncC
 
 
 async def write_log_line(nc: Client, job_id: str, message: str) -> None:
-    writer = NatsLogStore(nc).writer(job_id, step_id=1)
+    writer = NatsLogStore(nc).writer(job_id, step_id=1, budget=LogBudget())
     await writer.open("container-1")
     await writer.write("stdout", datetime.now(UTC), message)
     await writer.close()

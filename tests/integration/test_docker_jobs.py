@@ -243,3 +243,20 @@ async def test_the_job_timeout_kills_the_step_and_fails_the_job(
     logs = (await hades.client.get(f"/jobs/{job_id}/logs")).json()["logs"]
     assert messages(logs[0]) == ["started"]
     assert await leftovers(job_id) == ([], [])
+
+
+async def test_logs_over_their_caps_are_cut_with_a_notice_never_silently(
+    docker_images: list[str], start_hades: StartHades
+) -> None:
+    hades = await start_hades(LOG_MAX_BYTES_PER_JOB="200", LOG_MAX_LINE_BYTES="40")
+    script = "printf '%080d\\n' 7; seq 1 100"
+    job_id = await hades.submit({"name": "chatty", "steps": [{"id": 1, "image": "alpine:latest", "script": script}]})
+
+    assert (await hades.wait_terminal(job_id))["status"] == "Succeeded"
+
+    lines = messages((await hades.client.get(f"/jobs/{job_id}/logs")).json()["logs"][0])
+    assert lines[0] == "0" * 40 + " [hades: line cut at 40 of 80 bytes]"
+    assert "[hades: this job's log reached its limit of 200 bytes; further output is dropped]" in lines
+    dropped = [line for line in lines if line.startswith("[hades: ") and "lines dropped" in line]
+    kept_numbers = [line for line in lines if line.isdigit()]
+    assert dropped == [f"[hades: {100 - len(kept_numbers) - 1} lines dropped after the log limit of 200 bytes]"]

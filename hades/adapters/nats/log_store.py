@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import datetime
+from datetime import UTC, datetime
 
 from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -17,7 +17,7 @@ from nats.js.errors import NotFoundError
 
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
-from hades.core.logs import MAX_LINE_BYTES, Log, LogEntry, OutputStream
+from hades.core.logs import Log, LogBudget, LogEntry, OutputStream
 
 BATCH_LINES = 50
 BATCH_SECONDS = 1.0
@@ -26,7 +26,9 @@ BATCH_SECONDS = 1.0
 class StepLogWriter:
     """``StepLogs`` for one step: buffers lines and publishes them in ordered batches."""
 
-    def __init__(self, nc: Client, job_id: str, step_id: int, publish_timeout: float = 5.0) -> None:
+    def __init__(
+        self, nc: Client, job_id: str, step_id: int, budget: LogBudget | None = None, publish_timeout: float = 5.0
+    ) -> None:
         self._js = nc.jetstream(timeout=publish_timeout)
         self._job_id = job_id
         self._step_id = step_id
@@ -36,6 +38,8 @@ class StepLogWriter:
         self._ticker: asyncio.Task[None] | None = None
         self.last_seq: int | None = None
         self.lines = 0
+        self._budget = budget or LogBudget()
+        self._dropped_before = self._budget.dropped
 
     async def open(self, container_id: str) -> None:
         """Publish the step's empty slot and start the once-a-second flush."""
@@ -44,10 +48,11 @@ class StepLogWriter:
         self._ticker = asyncio.create_task(self._tick(), name=f"log-flush-{self._job_id}-{self._step_id}")
 
     async def write(self, stream: OutputStream, timestamp: datetime, message: str) -> None:
-        """Buffer one line (cut at 1 MiB); a full batch is published before this returns."""
-        if len(message) > MAX_LINE_BYTES:
-            message = message.encode()[:MAX_LINE_BYTES].decode(errors="ignore")
-        self._pending.append(LogEntry(timestamp=timestamp, message=message, output_stream=stream))
+        """Buffer one line (within the job's budget); a full batch is published before this returns."""
+        kept = self._budget.admit(message)
+        if kept is None:
+            return
+        self._pending.append(LogEntry(timestamp=timestamp, message=kept, output_stream=stream))
         self.lines += 1
         if len(self._pending) >= BATCH_LINES:
             await self.flush()
@@ -68,6 +73,9 @@ class StepLogWriter:
                 await self._ticker
             self._ticker = None
         if self._container_id:
+            notice = self._budget.closing_notice() if self._budget.dropped > self._dropped_before else None
+            if notice is not None:
+                self._pending.append(LogEntry(timestamp=datetime.now(UTC), message=notice, output_stream="stderr"))
             await self.flush()
         return self.last_seq
 
@@ -89,9 +97,9 @@ class NatsLogStore:
         self._nc = nc
         self._js = nc.jetstream()
 
-    def writer(self, job_id: str, step_id: int) -> StepLogWriter:
-        """A writer for one step of a job."""
-        return StepLogWriter(self._nc, job_id, step_id)
+    def writer(self, job_id: str, step_id: int, budget: LogBudget) -> StepLogWriter:
+        """A writer for one step of a job, drawing on the attempt's log budget."""
+        return StepLogWriter(self._nc, job_id, step_id, budget)
 
     async def read(self, job_id: str) -> list[Log]:
         """Every batch stored for the job, oldest first (empty for an unknown job)."""
