@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser("up", help="run every role in one process, on an embedded nats-server")
     up.set_defaults(handler=_up)
-    for role in ("api", "scheduler", "executor"):
+    for role in ("api", "scheduler", "executor", "logmanager"):
         sub = commands.add_parser(role, help=f"run the {role} role against NATS_URL")
         sub.set_defaults(handler=_role, role=role)
 

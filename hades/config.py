@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     api_host: str = Field(default="0.0.0.0", validation_alias="API_HOST")
     api_port: int = Field(default=8080, validation_alias="API_PORT")
     auth_key: str = Field(default="", validation_alias="AUTH_KEY")
+    log_manager_port: int = Field(default=8081, validation_alias="LOG_MANAGER_PORT")
     api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")
 
     # executor

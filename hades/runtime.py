@@ -28,7 +28,7 @@ from hades.adapters.nats.topology import load_topology, verify
 from hades.clock import SystemClock
 from hades.config import Settings
 from hades.core.logs import LogBudget
-from hades.http.app import create_app
+from hades.http.app import LOG_MANAGER_ROUTES, create_app
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
@@ -48,6 +48,7 @@ class Roles:
     api: bool = False
     scheduler: bool = False
     executor: bool = False
+    logmanager: bool = False
 
 
 class _ApiServer(uvicorn.Server):
@@ -70,7 +71,7 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
     worker: ExecutorWorker | None = None
     executing: asyncio.Task[None] | None = None
     try:
-        if roles.api or roles.scheduler:
+        if roles.api or roles.scheduler or roles.logmanager:
             views = ReadModels()
             projections = ProjectionRunner(store.replay, views.apply)
             tasks.append(asyncio.create_task(projections.run(), name="projections"))
@@ -88,7 +89,11 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             tasks.append(executing)
         if roles.api:
             tasks.append(_api(settings, nc, store, clock, views, projections))
-        log.info("hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor") if getattr(roles, r)))
+        if roles.logmanager:
+            tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
+        log.info(
+            "hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor", "logmanager") if getattr(roles, r))
+        )
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:
             await worker.drain()  # running attempts get SHUTDOWN_GRACE_SECONDS, then are handed back
@@ -150,6 +155,7 @@ def _api(
     clock: SystemClock,
     views: ReadModels,
     projections: ProjectionRunner,
+    log_manager: bool = False,
 ) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
@@ -160,9 +166,9 @@ def _api(
         auth_key=settings.auth_key,
     )
     config = uvicorn.Config(
-        create_app(services),
+        create_app(services, LOG_MANAGER_ROUTES if log_manager else None),
         host=settings.api_host,
-        port=settings.api_port,
+        port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",
         lifespan="off",
     )
@@ -176,7 +182,7 @@ def _api(
             log.info("replaying the event log: %d of %d events", projections.applied, target)
         await server.serve()
 
-    return asyncio.create_task(serve_when_caught_up(), name="api")
+    return asyncio.create_task(serve_when_caught_up(), name="logmanager" if log_manager else "api")
 
 
 async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:

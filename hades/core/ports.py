@@ -59,6 +59,14 @@ class LogStore(Protocol):
         """Every batch stored for the job, oldest first."""
         ...
 
+    async def last_seq(self, job_id: str) -> int:
+        """The position of the job's newest batch, 0 when it has none."""
+        ...
+
+    def follow(self, job_id: str, idle: float = 1.0) -> AsyncGenerator[tuple[int, Log] | None, None]:
+        """Batches from the first on, live; None after ``idle`` seconds without one."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:

@@ -47,10 +47,15 @@ def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedExcept
     return Response(content=b"", status_code=401, headers=error.headers or {})
 
 
-def create_app(services: ApiServices) -> Litestar:
-    """The API over the given services."""
+API_ROUTES = [ping, submit_build, cancel_job, list_jobs, get_job, get_status, get_logs, get_events, health]
+#: The Go Hades's Log Manager, alone (``hades logmanager``), for deployments that split it out.
+LOG_MANAGER_ROUTES = [list_jobs, get_logs, get_status, health]
+
+
+def create_app(services: ApiServices, routes: list[Any] | None = None) -> Litestar:
+    """The API (or another set of its routes) over the given services."""
     return Litestar(
-        route_handlers=[ping, submit_build, cancel_job, list_jobs, get_job, get_status, get_logs, get_events, health],
+        route_handlers=routes or API_ROUTES,
         state=State({"services": services}),
         before_send=[_security_headers],
         exception_handlers={NotAuthorizedException: _unauthorized},

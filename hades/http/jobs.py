@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery
+from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
+from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
 from hades.http.views import event_row, job_detail, parse_moment
 from hades.projections.views import ReadModels
@@ -71,12 +75,25 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
 
 
 @get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
-async def get_logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
-    """One Log per step in step order (silent steps included), read from the log stream."""
+async def get_logs(
+    request: Request[Any, Any, State], job_id: FromPath[str], follow: FromQuery[bool] = False
+) -> Response[Any]:
+    """One Log per step in step order (silent steps included), read from the log stream.
+
+    With ``?follow=true``: Server-Sent Events, one ``log`` event per batch as it is written (backlog first), then
+    one ``end`` event with the job's final status once it has ended and all of its batches were sent.
+    """
+    services = _services(request)
+    if follow:
+        return ServerSentEvent(follow_logs(services, job_id) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
-        return {"logs": []}
-    batches = await _services(request).logs.read(job_id)
-    return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
+        return Response(content={"logs": []})
+    batches = await services.logs.read(job_id)
+    return Response(content={"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]})
+
+
+async def _unknown(job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
+    yield ServerSentEventMessage(data=json.dumps({"error": f"job not found: {job_id}"}), event="error")
 
 
 @get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
@@ -120,3 +123,33 @@ class NatsLogStore:
                     return batches
         finally:
             await sub.unsubscribe()
+
+    async def last_seq(self, job_id: str) -> int:
+        """The stream sequence of the job's newest batch, 0 when it has none."""
+        try:
+            info = await self._js.get_last_msg(LOGS_STREAM, job_logs(job_id), direct=True)
+        except NotFoundError:
+            return 0
+        return int(info.seq or 0)
+
+    async def follow(self, job_id: str, idle: float = 1.0) -> AsyncGenerator[tuple[int, Log] | None, None]:
+        """The job's batches from the first, then live ones; yields None after ``idle`` seconds without any, so
+        the caller can decide whether to keep waiting."""
+        queue: asyncio.Queue[tuple[int, Log]] = asyncio.Queue(maxsize=1000)
+
+        async def collect(msg: Msg) -> None:
+            await queue.put((msg.metadata.sequence.stream, Log.model_validate_json(msg.data)))
+
+        config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        sub = await self._js.subscribe(
+            job_logs(job_id), stream=LOGS_STREAM, ordered_consumer=True, config=config, cb=collect
+        )
+        try:
+            while True:
+                try:
+                    yield await asyncio.wait_for(queue.get(), idle)
+                except TimeoutError:
+                    yield None
+        finally:
+            with contextlib.suppress(NatsError):
+                await sub.unsubscribe()
