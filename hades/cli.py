@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser("up", help="run every role in one process, on an embedded nats-server")
     up.set_defaults(handler=_up)
-    for role in ("api", "scheduler", "executor", "logmanager"):
+    for role in ("api", "scheduler", "executor", "notifier", "logmanager"):
         sub = commands.add_parser(role, help=f"run the {role} role against NATS_URL")
         sub.set_defaults(handler=_role, role=role)
 
@@ -116,7 +116,7 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
     try:
         _run(_apply_topology(url, settings, quiet=True))
         logging.info("API on http://localhost:%d", settings.api_port)
-        _run(serve(settings, Roles(api=True, scheduler=True, executor=True), url))
+        _run(serve(settings, Roles.all(), url))
     finally:
         if embedded is not None:
             embedded.stop()

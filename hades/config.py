@@ -72,6 +72,12 @@ class Settings(BaseSettings):
     log_max_line_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="LOG_MAX_LINE_BYTES")
     max_parallelism: int = Field(default=0, ge=0, validation_alias="MAX_PARALLELISM")
 
+    # notifier: logs forwarded to callback_url
+    log_forward_max_attempts: int = Field(default=6, ge=1, validation_alias="LOG_FORWARD_MAX_ATTEMPTS")
+    log_forward_timeout: float = Field(default=10.0, gt=0, lt=30, validation_alias="LOG_FORWARD_TIMEOUT")
+    log_forward_backoff_base: float = Field(default=1.0, ge=0, validation_alias="LOG_FORWARD_BACKOFF_BASE")
+    log_forward_backoff_max: float = Field(default=60.0, ge=0, validation_alias="LOG_FORWARD_BACKOFF_MAX")
+
     # scheduler
     max_attempts: int = Field(default=3, ge=1, validation_alias="MAX_ATTEMPTS")
     priority_aging_seconds: float | None = Field(default=None, gt=0, validation_alias="PRIORITY_AGING_SECONDS")

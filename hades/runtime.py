@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import uvicorn
-from faststream.nats import NatsBroker
+from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client
 
 from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
+from hades.adapters.http_delivery import HttpDelivery
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -35,6 +36,7 @@ from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
+from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
 from hades.workers.scheduler import scheduler_router
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
 
@@ -49,6 +51,16 @@ class Roles:
     scheduler: bool = False
     executor: bool = False
     logmanager: bool = False
+    notifier: bool = False
+
+    @classmethod
+    def all(cls) -> Roles:
+        """What ``hades up`` runs (everything but the separate Log Manager)."""
+        return cls(api=True, scheduler=True, executor=True, notifier=True)
+
+    def names(self) -> str:
+        """The roles on, for the log."""
+        return ", ".join(name for name, on in vars(self).items() if on)
 
 
 class _ApiServer(uvicorn.Server):
@@ -75,14 +87,18 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             views = ReadModels()
             projections = ProjectionRunner(store.replay, views.apply)
             tasks.append(asyncio.create_task(projections.run(), name="projections"))
-        if roles.scheduler:
-            tasks.append(asyncio.create_task(_watchdog(settings, nc, store, clock, views.jobs).run(), name="watchdog"))
+        if roles.scheduler or roles.notifier:
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
             broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
-            broker.include_router(scheduler_router(store, clock))
+            if roles.scheduler:
+                watchdog = _watchdog(settings, nc, store, clock, views.jobs)
+                tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
+                broker.include_router(scheduler_router(store, clock))
+            if roles.notifier:
+                broker.include_router(_notifier(settings, nc, store, clock, stack))
             await broker.start()
-            stack.push_async_callback(broker.stop)
+            stack.push_async_callback(broker.stop)  # LIFO: the broker stops before the HTTP client closes
         if roles.executor:
             worker = await _executor(settings, nc, store, clock, stack)
             executing = asyncio.create_task(worker.run(), name="executor")
@@ -92,7 +108,8 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
         log.info(
-            "hades is up: %s", ", ".join(r for r in ("api", "scheduler", "executor", "logmanager") if getattr(roles, r))
+            "hades is up: %s",
+            ", ".join(r for r in ("api", "scheduler", "executor", "notifier", "logmanager") if getattr(roles, r)),
         )
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:
@@ -137,6 +154,20 @@ async def _executor(
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
     return ExecutorWorker(nc, store, runner, docker, clock, options, Heartbeats(nc), cap)
+
+
+def _notifier(
+    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+) -> NatsRouter:
+    options = NotifierSettings(
+        max_attempts=settings.log_forward_max_attempts,
+        timeout=settings.log_forward_timeout,
+        backoff_base=settings.log_forward_backoff_base,
+        backoff_max=settings.log_forward_backoff_max,
+    )
+    delivery = HttpDelivery(options.timeout)
+    stack.push_async_callback(delivery.aclose)
+    return notifier_router(LogForwarder(store, clock, NatsLogStore(nc), delivery.post_json, options))
 
 
 def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, view: JobsView) -> Watchdog:

@@ -139,7 +139,7 @@ async def start_hades(nats_url: str) -> AsyncIterator[StartHades]:
         port = free_port()
         settings = Settings(**{"API_PORT": port, "API_HOST": "127.0.0.1", "DOCKER_PULL_POLICY": "never", **env})
         stop = asyncio.Event()
-        task = asyncio.create_task(serve(settings, roles or Roles(True, True, True), nats_url, stop))
+        task = asyncio.create_task(serve(settings, roles or Roles.all(), nats_url, stop))
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10)
 
         async def api_up() -> bool:

@@ -1,0 +1,174 @@
+"""The notifier role: once a job has ended, POST its logs to the job's ``callback_url`` (contract §5).
+
+The durable consumer ``notifier`` (streams.yaml) sees every terminal event (``succeeded``, ``failed``,
+``stopped``). For a job with a ``callback_url`` whose delivery is not settled yet, each delivery of that message is
+one attempt: read the logs, POST them, record the outcome as ``logs_forwarded`` / ``logs_forward_failed``. A failed
+attempt that is not the last is ``nak``-ed with an exponential, fully jittered delay, so JetStream keeps the retry
+schedule and the attempt number is the message's delivery count: a notifier that dies mid-way loses nothing.
+
+All of the job's logs are in when its terminal event is: every step's batches are published and acknowledged by
+the stream before that step's ``step_finished`` (which records ``last_log_seq``) is appended, and the terminal event
+comes after the last ``step_finished``. Reading the job's log subject up to its last message therefore reads every
+batch, with no drain timeout. (A cancelled or timed-out step closes its writer before the job's ``stopped`` or
+``failed`` is appended; only an executor declared lost while it is in fact still writing can add batches later.)
+
+Delivery is at least once: a POST whose outcome could not be recorded is made again on the next delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from faststream import AckPolicy
+from faststream.nats import ConsumerConfig, JStream, NatsRouter, PullSub
+from faststream.nats.annotations import NatsMessage
+
+from hades.adapters.http_delivery import DeliveryResult
+from hades.adapters.nats.topology import EVENTS_STREAM
+from hades.core.backoff import backoff_delay
+from hades.core.codec import decode_event
+from hades.core.errors import InvalidTransition
+from hades.core.lifecycle import JobState, RecordLogsDelivery
+from hades.core.logs import Log, coalesce
+from hades.core.ports import Clock, EventStore, LogStore
+from hades.workers.jobs import JobHandle
+
+log = logging.getLogger(__name__)
+
+NOTIFIER_CONSUMER = "notifier"
+#: The terminal kinds the consumer is filtered on (streams.yaml declares the same list).
+TERMINAL_SUBJECTS = ("hades.events.*.succeeded", "hades.events.*.failed", "hades.events.*.stopped")
+
+#: POST ``body`` to ``url``; never raises for what the receiver or the network does.
+Send = Callable[[str, bytes], Awaitable[DeliveryResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class NotifierSettings:
+    """How hard the notifier tries: attempts in all, the timeout of one, and the backoff between them (seconds)."""
+
+    max_attempts: int = 6
+    timeout: float = 10.0
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+
+
+def logs_payload(batches: list[Log]) -> list[dict[str, Any]]:
+    """The job's logs as ``GET /jobs/{id}/logs`` gives them, without the wrapper: one Log per step, in order."""
+    return [batch.model_dump(mode="json", exclude={"step_id"}) for batch in coalesce(batches)]
+
+
+def recorded_url(url: str) -> str:
+    """The URL as events record it: without credentials, query or fragment (the events route shows it)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "<unparseable url>"
+    if ":" in host:
+        host = f"[{host}]"
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
+class LogForwarder:
+    """Makes one delivery attempt of a finished job's logs and records it through the lifecycle."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        clock: Clock,
+        logs: LogStore,
+        send: Send,
+        settings: NotifierSettings,
+        draw: Callable[[], float] = random.random,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._logs = logs
+        self._send = send
+        self._settings = settings
+        self._draw = draw
+
+    async def forward(self, job_id: str, delivered: int) -> float | None:
+        """Attempt the delivery (``delivered`` = the message's delivery count); the delay before the next
+        attempt, or None when the message is done with (delivered, given up, or nothing to deliver)."""
+        job = await JobHandle.load(self._store, self._clock, job_id)
+        state = job.state
+        if state is None or not _wants_delivery(state):
+            return None
+        # Normally the delivery count; never below what the job's history has recorded already (a consumer that
+        # was re-created counts from 1 again).
+        attempt = max(delivered, state.logs_delivery_attempts + 1)
+        url = state.spec.callback_url
+        batches = await self._logs.read(job_id)
+        payload = logs_payload(batches)
+        result = await self._send(url, json.dumps(payload).encode())
+        final = not result.ok and attempt >= self._settings.max_attempts
+        lines = sum(len(batch.logs or ()) for batch in batches)
+        try:
+            await job.run(job_id, _record(url, attempt, result, lines, final))
+        except InvalidTransition as reason:
+            log.warning("logs delivery of job %s not recorded: %s", job_id, reason)
+            return None
+        if result.ok or final:
+            return None
+        return backoff_delay(attempt, self._settings.backoff_base, self._settings.backoff_max, self._draw())
+
+
+def _wants_delivery(state: JobState) -> bool:
+    return state.status.is_terminal and bool(state.spec.callback_url) and state.logs_delivery is None
+
+
+def _record(url: str, attempt: int, result: DeliveryResult, lines: int, final: bool) -> RecordLogsDelivery:
+    return RecordLogsDelivery(
+        url=recorded_url(url),
+        delivery_attempt=attempt,
+        duration_ms=result.duration_ms,
+        status_code=result.status_code,
+        error=result.error,
+        lines=lines,
+        final=final,
+    )
+
+
+async def settle(forwarder: LogForwarder, msg: NatsMessage) -> None:
+    """One delivery of a terminal event: attempt the job's delivery, then ack, or nak with the backoff delay.
+
+    An error before anything is settled (the event log unreachable) leaves the message unacknowledged, so it is
+    redelivered after the consumer's ack wait: the next attempt.
+    """
+    try:
+        job_id = decode_event(msg.body).job_id
+    except ValueError:
+        log.error("dropping an undecodable event on %s", msg.raw_message.subject)
+        await msg.reject()
+        return
+    retry_in = await forwarder.forward(job_id, msg.raw_message.metadata.num_delivered)
+    if retry_in is None:
+        await msg.ack()
+    else:
+        await msg.nack(delay=retry_in)
+
+
+def notifier_router(forwarder: LogForwarder) -> NatsRouter:
+    """The notifier's subscription, bound to the durable consumer ``notifier`` from streams.yaml."""
+    router = NatsRouter()
+
+    @router.subscriber(
+        config=ConsumerConfig(filter_subjects=list(TERMINAL_SUBJECTS)),
+        stream=JStream(EVENTS_STREAM, declare=False),
+        durable=NOTIFIER_CONSUMER,
+        pull_sub=PullSub(batch_size=10, timeout=5.0),
+        ack_policy=AckPolicy.MANUAL,
+    )
+    async def on_job_ended(msg: NatsMessage) -> None:
+        await settle(forwarder, msg)
+
+    return router
