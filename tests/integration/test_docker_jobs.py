@@ -9,7 +9,7 @@ import aiodocker
 import pytest
 
 from hades.adapters.docker.containers import LABEL_JOB
-from tests.conftest import StartHades
+from tests.conftest import StartHades, eventually
 
 pytestmark = pytest.mark.docker
 
@@ -47,6 +47,10 @@ async def leftovers(job_id: str) -> tuple[list[Any], list[Any]]:
         containers = await docker.containers.list(all=True, filters={"label": [f"{LABEL_JOB}={job_id}"]})
         volumes = (await docker.volumes.list(filters={"label": f"{LABEL_JOB}={job_id}"}))["Volumes"] or []
     return containers, volumes
+
+
+async def no_leftovers(job_id: str) -> bool:
+    return await leftovers(job_id) == ([], [])
 
 
 async def test_seed_multi_step_example_succeeds_and_shares_the_workspace(
@@ -92,7 +96,7 @@ async def test_seed_multi_step_example_succeeds_and_shares_the_workspace(
         "succeeded",
     ]
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
 
 
 async def test_a_failing_step_fails_the_job_and_later_steps_do_not_run(
@@ -119,7 +123,7 @@ async def test_a_failing_step_fails_the_job_and_later_steps_do_not_run(
     assert len(logs) == 1
     lines = {(line["output_stream"], line["message"]) for line in logs[0]["logs"]}
     assert lines == {("stdout", "to-out"), ("stderr", "to-err")}
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
 
 
 async def test_continue_on_error_runs_on_and_the_job_succeeds(
@@ -161,7 +165,7 @@ async def test_a_missing_image_fails_the_job_with_the_reason(docker_images: list
         "encountered 1 errors while pulling images: "
         "image nosuch/image:1 is not present locally and DOCKER_PULL_POLICY is never"
     )
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
 
 
 async def test_a_step_without_script_runs_the_image_command(docker_images: list[str], start_hades: StartHades) -> None:
@@ -242,7 +246,7 @@ async def test_the_job_timeout_kills_the_step_and_fails_the_job(
     ]
     logs = (await hades.client.get(f"/jobs/{job_id}/logs")).json()["logs"]
     assert messages(logs[0]) == ["started"]
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
 
 
 async def test_logs_over_their_caps_are_cut_with_a_notice_never_silently(

@@ -13,7 +13,7 @@ import pytest
 
 from hades.runtime import Roles
 from tests.conftest import StartHades, eventually
-from tests.integration.test_docker_jobs import leftovers
+from tests.integration.test_docker_jobs import no_leftovers
 from tests.support.docker_env import docker_socket_path
 
 pytestmark = pytest.mark.docker
@@ -84,8 +84,4 @@ async def test_losing_the_engine_mid_step_fails_the_job_with_the_cause(
     assert detail["reason"].startswith("lost the Docker engine while step 1 ran: ")
     # The container outlived its executor's connection; the next sweep, once the engine answers, removes it.
     await engine_proxy.start()
-    await eventually(lambda: _clean(job_id), timeout=60)
-
-
-async def _clean(job_id: str) -> bool:
-    return await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id), timeout=60)

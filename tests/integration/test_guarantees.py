@@ -15,7 +15,7 @@ from nats.aio.client import Client
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.runtime import Roles
 from tests.conftest import RunningHades, SpawnRole, StartHades, eventually
-from tests.integration.test_docker_jobs import leftovers
+from tests.integration.test_docker_jobs import no_leftovers
 
 pytestmark = pytest.mark.docker
 
@@ -63,11 +63,7 @@ async def test_a_job_on_a_killed_executor_runs_again_elsewhere(
     )
     restarted = [e for e in history if e["type"] == "started"][1]
     print(f"\nkilled executor -> attempt 2 started: {at(restarted).timestamp() - killed:.1f} s")
-    await eventually(lambda: _no_leftovers(job_id), timeout=30)  # the survivor sweeps the dead one's container
-
-
-async def _no_leftovers(job_id: str) -> bool:
-    return await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id), timeout=30)  # the survivor sweeps the dead one's container
 
 
 async def test_a_job_whose_executors_keep_dying_fails_after_max_attempts(
@@ -184,7 +180,7 @@ async def test_what_outlives_the_grace_period_is_handed_back(
     detail = (await api.client.get(f"/jobs/{job_id}")).json()
     assert (detail["status"], detail["attempt"]) == ("Queued", 2)
     assert detail["reason"] == "executor shut down; attempt handed back to the queue"
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
     assert (await api.client.post(f"/jobs/{job_id}/cancel")).json()["status"] == "Stopped"
 
 
@@ -237,7 +233,7 @@ async def test_failures_before_the_first_step_end_the_job(
 
     assert detail["status"] == "Failed"
     assert reason in detail["reason"]
-    assert await leftovers(job_id) == ([], [])
+    await eventually(lambda: no_leftovers(job_id))  # cleanup follows the terminal event
 
 
 async def test_no_job_lost_or_run_twice_when_executors_are_killed(
@@ -254,10 +250,10 @@ async def test_no_job_lost_or_run_twice_when_executors_are_killed(
     spawn_role("executor", CONCURRENCY="2", HADES_SWEEP_SECONDS="1")
     details = [await api.wait_terminal(j, timeout=120) for j in jobs]
 
-    assert [d["status"] for d in details] == ["Succeeded"] * len(jobs)
+    assert [(d["status"], d["reason"]) for d in details] == [("Succeeded", None)] * len(jobs)
     for job_id in jobs:
         types = [e["type"] for e in await events(api.client, job_id)]
         assert sum(t in ("succeeded", "failed", "stopped") for t in types) == 1, types
         assert types[-1] == "succeeded"
     for job_id in jobs:
-        await eventually(lambda job_id=job_id: _no_leftovers(job_id), timeout=30)
+        await eventually(lambda job_id=job_id: no_leftovers(job_id), timeout=30)
