@@ -1,0 +1,113 @@
+"""The metrics and timing folds on hand-made histories."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from hades.core.events import Event
+from hades.core.lifecycle import (
+    FinishStep,
+    JobState,
+    MarkPrepared,
+    QueueJob,
+    StartAttempt,
+    StartStep,
+    SubmitJob,
+    decide,
+    evolve,
+)
+from hades.core.ports import Recorded
+from hades.core.spec import JobSpec, Step
+from hades.projections.metrics import MetricsView
+from hades.projections.timing import TimingView
+
+T0 = datetime(2026, 12, 2, 12, tzinfo=UTC)
+
+
+def history(priority: int, steps: int, run_seconds: float, start_after: float = 1.0) -> list[Event]:
+    """A job submitted at T0, queued 10 ms later, started ``start_after`` s later, each step running for
+    ``run_seconds`` (as the executor measured it), finishing when its step ends."""
+    job_id = str(uuid.uuid4())
+    spec = JobSpec(name="j", priority=priority, steps=tuple(Step(id=i + 1, image="a") for i in range(steps)))
+    clock = T0
+    events: list[Event] = decide(None, SubmitJob(job_id=job_id, spec=spec), clock)
+    state: JobState | None = evolve(None, events[0])
+
+    def run(command: object, seconds: float) -> None:
+        nonlocal state, clock
+        clock += timedelta(seconds=seconds)
+        for event in decide(state, command, clock):  # type: ignore[arg-type]
+            state = evolve(state, event)
+            events.append(event)
+
+    run(QueueJob(), 0.01)
+    if steps:
+        run(StartAttempt(1, "e"), start_after)
+        run(MarkPrepared(1, {"volume": 0.005, "images": 0.5}), 0.6)
+        for index in range(steps):
+            run(StartStep(1, index), 0.001)
+            phases = {"create": 0.1, "start": 0.05, "run": run_seconds, "logs": 0.001, "teardown": 0.02}
+            run(FinishStep(1, index, 0, phases=phases), 0.2 + run_seconds)
+    return events
+
+
+def fold_into(view: MetricsView | TimingView, *histories: list[Event]) -> None:
+    seq = 0
+    for events in histories:
+        for event in events:
+            seq += 1
+            view.apply(Recorded(seq=seq, event=event))
+
+
+def test_timing_splits_a_job_into_its_phases_and_overhead() -> None:
+    events = history(priority=3, steps=2, run_seconds=2.0)
+    view = TimingView()
+    fold_into(view, events)
+
+    summary = view.get(events[0].job_id).summary()  # type: ignore[union-attr]
+
+    phases = summary["phases"]
+    assert phases["scheduling"] == 0.01 and phases["queue_wait"] == 1.0
+    assert phases["images"] == 0.5 and phases["volume"] == 0.005
+    assert phases["run"] == 4.0 and phases["create"] == 0.2 and phases["teardown"] == 0.04
+    assert summary["total"] == round(0.01 + 1.0 + 0.6 + 2 * (0.001 + 2.2), 6)
+    assert summary["overhead"] == round(summary["total"] - 4.0, 6)
+    assert summary["overhead_pct"] == round(100 * summary["overhead"] / summary["total"], 1)
+    assert [s["index"] for s in summary["steps"]] == [0, 1]
+
+
+def test_timing_of_a_job_still_queued_has_no_totals_yet() -> None:
+    events = history(priority=1, steps=0, run_seconds=0)[:2]
+    view = TimingView()
+    fold_into(view, events)
+    summary = view.get(events[0].job_id).summary()  # type: ignore[union-attr]
+    assert summary["total"] is None and summary["overhead_pct"] is None
+    assert summary["phases"]["scheduling"] == 0.01 and summary["phases"]["queue_wait"] is None
+
+
+def test_metrics_count_statuses_queue_depth_durations_and_throughput() -> None:
+    finished = [history(3, 1, seconds) for seconds in (1.0, 2.0, 3.0, 10.0)]
+    queued_low, queued_medium = history(1, 0, 0)[:2], history(2, 0, 0)[:2]
+    view = MetricsView()
+    fold_into(view, *finished, queued_low, queued_medium)
+
+    last_finish = max(e.at for events in finished for e in events)
+    snapshot = view.snapshot(last_finish + timedelta(seconds=30))
+
+    assert snapshot["statusCounts"] == {"Succeeded": 4, "Queued": 2}
+    assert snapshot["queueDepth"] == {"total": 2, "byPriority": {"high": 0, "medium": 1, "low": 1}}
+    durations = snapshot["durations"]
+    assert durations["count"] == 4
+    assert durations["p50Ms"] == 2801.0  # nearest rank: the 2nd of 4 (started → finished: 0.6 + 0.001 + 2.2 s)
+    assert durations["p95Ms"] == 10801.0
+    assert snapshot["throughputPerMin"] == 4
+    assert view.snapshot(last_finish + timedelta(minutes=2))["throughputPerMin"] == 0
+
+
+def test_metrics_ignore_events_seen_twice() -> None:
+    events = history(3, 1, 1.0)
+    view = MetricsView()
+    fold_into(view, events)
+    fold_into(view, events)  # the same sequences again, as a re-subscribed follower would see them
+    assert view.snapshot(T0)["statusCounts"] == {"Succeeded": 1}
