@@ -1,0 +1,81 @@
+"""The process executor with the real attempt runner and the real event and log stores."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client
+
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.process.executor import ProcessExecutor
+from hades.clock import SystemClock
+from hades.core.lifecycle import QueueJob, RequestCancel, Status, SubmitJob, decide
+from hades.core.logs import coalesce
+from hades.core.spec import JobSpec, Step
+from hades.workers.attempt import AttemptRunner
+from hades.workers.jobs import JobHandle
+from tests.conftest import eventually
+
+
+async def queued(store: NatsEventStore, **spec: Any) -> JobHandle:
+    job_id = str(uuid.uuid4())
+    clock = SystemClock()
+    events = decide(None, SubmitJob(job_id=job_id, spec=JobSpec(**spec)), clock.now())
+    await store.append(job_id, events, 0)
+    job = await JobHandle.load(store, clock, job_id)
+    await job.run(job_id, QueueJob())
+    return job
+
+
+def runner(nc: Client, store: NatsEventStore, root: Path) -> AttemptRunner:
+    return AttemptRunner(ProcessExecutor(root, "proc-test"), NatsLogStore(nc).writer, "proc-test", store.watch)
+
+
+async def test_steps_share_the_workspace_env_and_logs(nc: Client, event_store: NatsEventStore, tmp_path: Path) -> None:
+    steps = (
+        Step(id=1, image="ignored", script='echo "$GREETING" > "$HADES_SHARED/out"; echo to-err >&2'),
+        Step(id=2, image="ignored", script='cat out; pwd; echo "$UUID $JOB_NAME"', metadata={"GREETING": "x"}),
+    )
+    job = await queued(event_store, name="proc", metadata={"GREETING": "hello"}, steps=steps)
+    attempt_runner = runner(nc, event_store, tmp_path)
+
+    assert await attempt_runner.run(job, 1)
+
+    assert job.state is not None and job.state.status is Status.SUCCEEDED
+    logs = coalesce(await NatsLogStore(nc).read(job.state.job_id))
+    lines = [[(e.output_stream, e.message) for e in log.logs or []] for log in logs]
+    workspace = str(tmp_path / "proc-test" / f"{job.state.job_id}-1")
+    assert lines == [
+        [("stderr", "to-err")],
+        [("stdout", "hello"), ("stdout", workspace), ("stdout", f"{job.state.job_id} proc")],
+    ]
+    assert not Path(workspace).exists()  # cleaned up
+
+
+async def test_exit_codes_timeouts_and_cancel(nc: Client, event_store: NatsEventStore, tmp_path: Path) -> None:
+    attempt_runner = runner(nc, event_store, tmp_path)
+    failing = await queued(event_store, name="f", steps=(Step(id=1, image="", script="exit 3"),))
+    slow = await queued(event_store, name="s", timeout_seconds=1, steps=(Step(id=1, image="", script="sleep 30"),))
+    cancelled = await queued(event_store, name="c", steps=(Step(id=1, image="", script="sleep 30 & sleep 30"),))
+
+    await attempt_runner.run(failing, 1)
+    await attempt_runner.run(slow, 1)
+    running = asyncio.create_task(attempt_runner.run(cancelled, 1))
+    assert cancelled.state is not None
+
+    async def started() -> bool:
+        return any(p.is_dir() for p in (tmp_path / "proc-test").glob(f"{cancelled.state.job_id}-*"))  # type: ignore[union-attr]
+
+    await eventually(started)
+    fresh = await JobHandle.load(event_store, SystemClock(), cancelled.state.job_id)
+    await fresh.run(cancelled.state.job_id, RequestCancel(by="test"))
+    await asyncio.wait_for(running, 10)
+
+    assert failing.state is not None and failing.state.reason == "container exited with status 3"
+    assert slow.state is not None and slow.state.reason == "job timed out after 1 seconds"
+    final = await JobHandle.load(event_store, SystemClock(), cancelled.state.job_id)
+    assert final.state is not None and final.state.status is Status.STOPPED
