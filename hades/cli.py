@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if settings.debug else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # httpx logs every request's full URL at INFO: callback URLs may carry tokens in their query.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     handler: Callable[[argparse.Namespace, Settings], int] = args.handler
     try:
         return handler(args, settings)

@@ -11,6 +11,7 @@ import socket
 import uuid
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,7 +59,8 @@ class Settings(BaseSettings):
     api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")
 
     # executor
-    executor: str = Field(default="docker", validation_alias="HADES_EXECUTOR")
+    executor: Literal["docker", "process"] = Field(default="docker", validation_alias="HADES_EXECUTOR")
+    process_workspaces: Path | None = Field(default=None, validation_alias="HADES_PROCESS_WORKSPACES")
     executor_id: str = Field(default_factory=_default_executor_id, validation_alias="HADES_EXECUTOR_ID")
     concurrency: int = Field(default=1, ge=1, validation_alias="CONCURRENCY")
     docker_host: str | None = Field(default=None, validation_alias="DOCKER_HOST")
@@ -78,10 +80,22 @@ class Settings(BaseSettings):
     log_forward_backoff_base: float = Field(default=1.0, ge=0, validation_alias="LOG_FORWARD_BACKOFF_BASE")
     log_forward_backoff_max: float = Field(default=60.0, ge=0, validation_alias="LOG_FORWARD_BACKOFF_MAX")
 
+    # notifier: the job-status webhook sent to status_callback_url
+    webhook_max_attempts: int = Field(default=8, ge=1, validation_alias="WEBHOOK_MAX_ATTEMPTS")
+    webhook_timeout: float = Field(default=10.0, gt=0, lt=30, validation_alias="WEBHOOK_TIMEOUT")
+    webhook_backoff_base: float = Field(default=1.0, ge=0, validation_alias="WEBHOOK_BACKOFF_BASE")
+    webhook_backoff_max: float = Field(default=300.0, ge=0, validation_alias="WEBHOOK_BACKOFF_MAX")
+    webhook_secret: str = Field(default="", validation_alias="WEBHOOK_SECRET", repr=False)
+
     # scheduler
     max_attempts: int = Field(default=3, ge=1, validation_alias="MAX_ATTEMPTS")
     priority_aging_seconds: float | None = Field(default=None, gt=0, validation_alias="PRIORITY_AGING_SECONDS")
     watchdog_seconds: float = Field(default=2.0, gt=0, validation_alias="HADES_WATCHDOG_SECONDS")
+
+    @property
+    def process_root(self) -> Path:
+        """Where the process executor makes its workspaces."""
+        return self.process_workspaces or self.data_dir / "workspaces"
 
     @property
     def client_api_url(self) -> str:

@@ -26,9 +26,11 @@ from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.topology import load_topology, verify
+from hades.adapters.process.executor import ProcessExecutor
 from hades.clock import SystemClock
 from hades.config import Settings
 from hades.core.logs import LogBudget
+from hades.core.ports import Executor
 from hades.http.app import LOG_MANAGER_ROUTES, create_app
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
@@ -39,6 +41,7 @@ from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
 from hades.workers.scheduler import scheduler_router
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
+from hades.workers.webhooks import WebhookSender, WebhookSettings, webhook_router
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,7 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
                 broker.include_router(scheduler_router(store, clock))
             if roles.notifier:
                 broker.include_router(_notifier(settings, nc, store, clock, stack))
+                broker.include_router(webhook_router(_webhooks(settings, store, clock, stack)))
             await broker.start()
             stack.push_async_callback(broker.stop)  # LIFO: the broker stops before the HTTP client closes
         if roles.executor:
@@ -104,7 +108,8 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
         if roles.api:
-            tasks.append(_api(settings, nc, store, clock, views, projections))
+            webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
+            tasks.append(_api(settings, nc, store, clock, views, projections, webhooks=webhooks))
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
         log.info(
@@ -129,6 +134,25 @@ async def _executor(
     clock: SystemClock,
     stack: contextlib.AsyncExitStack,
 ) -> ExecutorWorker:
+    engine: Executor
+    if settings.executor == "process":
+        engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
+    else:
+        engine = await _docker(settings, stack)
+    logs = NatsLogStore(nc)
+    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
+    runner = AttemptRunner(engine, logs.writer, settings.executor_id, store.watch, limits)
+    options = ExecutorOptions(
+        executor_id=settings.executor_id,
+        concurrency=settings.concurrency,
+        shutdown_grace=settings.shutdown_grace_seconds,
+        sweep_interval=settings.sweep_seconds,
+    )
+    cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
+    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap)
+
+
+async def _docker(settings: Settings, stack: contextlib.AsyncExitStack) -> DockerExecutor:
     defaults = DockerDefaults(
         executor_id=settings.executor_id,
         script_executor=settings.docker_script_executor,
@@ -143,17 +167,7 @@ async def _executor(
         where = settings.docker_host or "the default socket"
         raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
     stack.push_async_callback(docker.close)
-    logs = NatsLogStore(nc)
-    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    runner = AttemptRunner(docker, logs.writer, settings.executor_id, store.watch, limits)
-    options = ExecutorOptions(
-        executor_id=settings.executor_id,
-        concurrency=settings.concurrency,
-        shutdown_grace=settings.shutdown_grace_seconds,
-        sweep_interval=settings.sweep_seconds,
-    )
-    cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
-    return ExecutorWorker(nc, store, runner, docker, clock, options, Heartbeats(nc), cap)
+    return docker
 
 
 def _notifier(
@@ -168,6 +182,21 @@ def _notifier(
     delivery = HttpDelivery(options.timeout)
     stack.push_async_callback(delivery.aclose)
     return notifier_router(LogForwarder(store, clock, NatsLogStore(nc), delivery.post_json, options))
+
+
+def _webhooks(
+    settings: Settings, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+) -> WebhookSender:
+    options = WebhookSettings(
+        max_attempts=settings.webhook_max_attempts,
+        timeout=settings.webhook_timeout,
+        backoff_base=settings.webhook_backoff_base,
+        backoff_max=settings.webhook_backoff_max,
+        secret=settings.webhook_secret,
+    )
+    delivery = HttpDelivery(options.timeout)
+    stack.push_async_callback(delivery.aclose)
+    return WebhookSender(store, clock, delivery.post_json, options)
 
 
 def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, view: JobsView) -> Watchdog:
@@ -187,6 +216,7 @@ def _api(
     views: ReadModels,
     projections: ProjectionRunner,
     log_manager: bool = False,
+    webhooks: WebhookSender | None = None,
 ) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
@@ -195,6 +225,7 @@ def _api(
         projections=projections,
         clock=clock,
         auth_key=settings.auth_key,
+        webhooks=webhooks,
     )
     config = uvicorn.Config(
         create_app(services, LOG_MANAGER_ROUTES if log_manager else None),

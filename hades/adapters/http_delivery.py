@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -38,12 +39,12 @@ class HttpDelivery:
         self._timeout = timeout
         self._client = client or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
 
-    async def post_json(self, url: str, body: bytes) -> DeliveryResult:
-        """POST ``body`` (JSON already encoded) to ``url`` with ``Content-Type: application/json``."""
+    async def post_json(self, url: str, body: bytes, headers: Mapping[str, str] | None = None) -> DeliveryResult:
+        """POST ``body`` (JSON already encoded) to ``url`` with ``Content-Type: application/json`` and ``headers``."""
         started = time.monotonic()
         try:
             async with asyncio.timeout(self._timeout):
-                status = await self._post(url, body)
+                status = await self._post(url, body, {**JSON_HEADERS, **(headers or {})})
         except TimeoutError:
             return DeliveryResult(_ms_since(started), error=f"no answer within {self._timeout:g} s")
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as error:
@@ -52,8 +53,8 @@ class HttpDelivery:
             return DeliveryResult(_ms_since(started), status_code=status)
         return DeliveryResult(_ms_since(started), status_code=status, error=f"receiver answered HTTP {status}")
 
-    async def _post(self, url: str, body: bytes) -> int:
-        async with self._client.stream("POST", url, content=body, headers=JSON_HEADERS) as response:
+    async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
+        async with self._client.stream("POST", url, content=body, headers=headers) as response:
             return response.status_code
 
     async def aclose(self) -> None:

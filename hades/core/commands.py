@@ -96,6 +96,19 @@ class RecordLogsDelivery:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordWebhookDelivery:
+    """Someone (the notifier, or a manual redelivery) tried to POST the job-status webhook of a finished job."""
+
+    url: str
+    delivery_attempt: int
+    duration_ms: int
+    status_code: int | None = None
+    error: str | None = None
+    final: bool = False
+    redelivered_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FailJob:
     """End the job as failed (set-up errors, timeouts, engine trouble)."""
 
@@ -122,6 +135,7 @@ Command = (
     | PromoteJob
     | RequestCancel
     | RecordLogsDelivery
+    | RecordWebhookDelivery
     | FailJob
     | StopJob
 )

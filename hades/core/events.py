@@ -156,6 +156,25 @@ class LogsForwardFailed(_Delivery):
     final: bool = False
 
 
+class WebhookDelivered(_Delivery):
+    """The job-status webhook was POSTed to the job's ``status_callback_url`` and the receiver answered 2xx.
+
+    ``redelivered_by`` names who asked for a manual redelivery (``POST /jobs/{id}/deliveries/redeliver``).
+    """
+
+    type: Literal["webhook_delivered"] = "webhook_delivered"
+    redelivered_by: str | None = None
+
+
+class WebhookFailed(_Delivery):
+    """A delivery of the job-status webhook failed; ``final`` when no further attempt will be made by itself."""
+
+    type: Literal["webhook_failed"] = "webhook_failed"
+    error: str
+    final: bool = False
+    redelivered_by: str | None = None
+
+
 Event = Annotated[
     JobSubmitted
     | JobQueued
@@ -168,10 +187,12 @@ Event = Annotated[
     | JobFailed
     | JobStopped
     | LogsForwarded
-    | LogsForwardFailed,
+    | LogsForwardFailed
+    | WebhookDelivered
+    | WebhookFailed,
     Field(discriminator="type"),
 ]
 TerminalEvent = JobSucceeded | JobFailed | JobStopped
 TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})
 #: Bookkeeping that may follow a terminal event (deliveries to the client); it never changes the job's status.
-DELIVERY_TYPES = frozenset({"logs_forwarded", "logs_forward_failed"})
+DELIVERY_TYPES = frozenset({"logs_forwarded", "logs_forward_failed", "webhook_delivered", "webhook_failed"})

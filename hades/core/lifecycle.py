@@ -19,6 +19,7 @@ from hades.core.commands import (
     PromoteJob,
     QueueJob,
     RecordLogsDelivery,
+    RecordWebhookDelivery,
     RequestCancel,
     RequeueJob,
     StartAttempt,
@@ -26,6 +27,7 @@ from hades.core.commands import (
     StopJob,
     SubmitJob,
 )
+from hades.core.delivery import decide_delivery, evolve_delivery
 from hades.core.errors import InvalidTransition
 from hades.core.events import (
     Event,
@@ -42,10 +44,14 @@ from hades.core.events import (
     StepFinished,
     StepOutcome,
     StepStarted,
+    WebhookDelivered,
+    WebhookFailed,
 )
+from hades.core.reasons import MAX_REASON_CHARS, cap_reason
 from hades.core.state import JobState, Status, StepState, StepStatus, replace
 
 __all__ = [
+    "MAX_REASON_CHARS",
     "Command",
     "FailJob",
     "FinishStep",
@@ -54,6 +60,7 @@ __all__ = [
     "PromoteJob",
     "QueueJob",
     "RecordLogsDelivery",
+    "RecordWebhookDelivery",
     "RequestCancel",
     "RequeueJob",
     "StartAttempt",
@@ -69,8 +76,6 @@ __all__ = [
     "evolve",
     "fold",
 ]
-
-MAX_REASON_CHARS = 500
 
 
 # -- evolve -----------------------------------------------------------------------------------------------------
@@ -139,8 +144,8 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
             return replace(state, cancel_requested_by=event.by)
         case JobSucceeded() | JobFailed() | JobStopped():
             return _ended(state, event)
-        case LogsForwarded() | LogsForwardFailed():
-            return _delivered(state, event)
+        case LogsForwarded() | LogsForwardFailed() | WebhookDelivered() | WebhookFailed():
+            return evolve_delivery(state, event)
         case _:
             assert_never(event)
 
@@ -157,14 +162,6 @@ def _ended(state: JobState, event: JobSucceeded | JobFailed | JobStopped) -> Job
         for step in state.steps
     )
     return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason, steps=steps)
-
-
-def _delivered(state: JobState, event: LogsForwarded | LogsForwardFailed) -> JobState:
-    if isinstance(event, LogsForwarded):
-        settled: str | None = "forwarded"
-    else:
-        settled = "failed" if event.final else state.logs_delivery
-    return replace(state, logs_delivery=settled, logs_delivery_attempts=event.delivery_attempt)
 
 
 def _with_step(state: JobState, index: int, **changes: object) -> JobState:
@@ -203,8 +200,8 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
         ]
     if state is None:
         raise InvalidTransition(f"no such job for {type(command).__name__}")
-    if isinstance(command, RecordLogsDelivery):
-        return [_logs_delivery(state, command, now)]
+    if isinstance(command, RecordLogsDelivery | RecordWebhookDelivery):
+        return [decide_delivery(state, command, now)]
     if state.status.is_terminal:
         raise InvalidTransition(f"job {state.job_id} is {state.status} already")
     return _decide_live(state, command, now)
@@ -229,8 +226,8 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [_promote(state, command, now)]
         case RequestCancel():
             return _request_cancel(state, command, now)
-        case RecordLogsDelivery():
-            return [_logs_delivery(state, command, now)]
+        case RecordLogsDelivery() | RecordWebhookDelivery():
+            return [decide_delivery(state, command, now)]
         case RequeueJob() | FailJob() | StopJob():
             return [_end_attempt(state, command, now)]
         case _:
@@ -258,22 +255,6 @@ def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
     return JobQueued(
         job_id=state.job_id, at=now, attempt=command.attempt, priority=command.priority, reason=command.reason
     )
-
-
-def _logs_delivery(state: JobState, command: RecordLogsDelivery, now: datetime) -> Event:
-    if not state.status.is_terminal:
-        raise InvalidTransition(f"job {state.job_id} is {state.status}: logs are forwarded once it has ended")
-    common = {
-        "job_id": state.job_id,
-        "at": now,
-        "url": command.url,
-        "delivery_attempt": command.delivery_attempt,
-        "duration_ms": command.duration_ms,
-        "status_code": command.status_code,
-    }
-    if command.error is None:
-        return LogsForwarded(**common, lines=command.lines)
-    return LogsForwardFailed(**common, error=cap_reason(command.error), final=command.final)
 
 
 def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> list[Event]:
@@ -373,8 +354,3 @@ def _finish_step(state: JobState, command: FinishStep, now: datetime) -> list[Ev
     elif index == len(state.steps) - 1:
         events.append(JobSucceeded(job_id=state.job_id, at=now, attempt=command.attempt))
     return events
-
-
-def cap_reason(reason: str) -> str:
-    """Reasons are capped at 500 characters plus an ellipsis, as the Go Hades does."""
-    return reason if len(reason) <= MAX_REASON_CHARS else reason[:MAX_REASON_CHARS] + "…"

@@ -183,6 +183,7 @@ class JobSpec(_GoStruct):
     metadata: _Metadata = Field(default_factory=dict)
     steps: tuple[Step, ...] = ()
     callback_url: StrictStr = ""
+    status_callback_url: StrictStr = ""
     timeout_seconds: _Int64 = 0
     priority: _Int64 = 3
 
@@ -332,7 +333,8 @@ def parse_job_request(body: bytes) -> JobSpec:
 def validate_job_spec(spec: JobSpec) -> str | None:
     """The Go API's first complaint about a decoded job (its 400 body), or None when the job is valid.
 
-    The order is Go's: the name, the timeout, then each step in array order, then the callback URL.
+    The order is Go's: the name, the timeout, then each step in array order, then the callback URL; the
+    job-status webhook's URL (ours, not Go's) comes last and is checked like the callback URL.
     """
     if not spec.name:
         return 'Invalid request payload: "name" is required'
@@ -344,8 +346,11 @@ def validate_job_spec(spec: JobSpec) -> str | None:
         problem = _step_problem(step)
         if problem is not None:
             return problem
-    reason = validate_callback_url(spec.callback_url) if spec.callback_url else None
-    return None if reason is None else f"Invalid callback_url: {reason}"
+    for field, url in (("callback_url", spec.callback_url), ("status_callback_url", spec.status_callback_url)):
+        reason = validate_callback_url(url) if url else None
+        if reason is not None:
+            return f"Invalid {field}: {reason}"
+    return None
 
 
 def _step_problem(step: Step) -> str | None:

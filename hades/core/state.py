@@ -70,6 +70,8 @@ class JobState:
     cancel_requested_by: str | None = None
     logs_delivery: str | None = None  # "forwarded" or "failed" once the callback_url delivery is settled
     logs_delivery_attempts: int = 0
+    webhook_delivery: str | None = None  # "delivered" or "failed": the latest settled status_callback_url delivery
+    webhook_delivery_attempts: int = 0  # the highest delivery attempt recorded
 
     @property
     def awaiting_queue(self) -> bool:

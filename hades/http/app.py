@@ -12,6 +12,7 @@ from litestar.types import Message, Scope
 
 from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
+from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.services import ApiServices
 
@@ -47,7 +48,19 @@ def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedExcept
     return Response(content=b"", status_code=401, headers=error.headers or {})
 
 
-API_ROUTES = [ping, submit_build, cancel_job, list_jobs, get_job, get_status, get_logs, get_events, health]
+API_ROUTES = [
+    ping,
+    submit_build,
+    cancel_job,
+    list_jobs,
+    get_job,
+    get_status,
+    get_logs,
+    get_events,
+    list_deliveries,
+    redeliver_webhook,
+    health,
+]
 #: The Go Hades's Log Manager, alone (``hades logmanager``), for deployments that split it out.
 LOG_MANAGER_ROUTES = [list_jobs, get_logs, get_status, health]
 

@@ -8,6 +8,7 @@ from hades.core.ports import Clock, EventStore, LogStore
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
+from hades.workers.webhooks import WebhookSender
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class ApiServices:
     projections: ProjectionRunner
     clock: Clock
     auth_key: str = ""
+    webhooks: WebhookSender | None = None  # for manual redeliveries; None where the API is not to send any
 
     @property
     def jobs(self) -> JobsView:

@@ -44,6 +44,7 @@ def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]
         "steps": [_step(job, step) for step in _steps(job)],
         "cancel_requested_by": job.cancel_requested_by,
         "logs_delivery": job.logs_delivery,
+        "webhook_delivery": job.webhook_delivery,
         "timing": timing.summary() if timing is not None else None,
     }
 

@@ -47,6 +47,8 @@ TERMINAL_SUBJECTS = ("hades.events.*.succeeded", "hades.events.*.failed", "hades
 
 #: POST ``body`` to ``url``; never raises for what the receiver or the network does.
 Send = Callable[[str, bytes], Awaitable[DeliveryResult]]
+#: One attempt for a job, given the message's delivery count: the delay before the next attempt, or None when done.
+Attempt = Callable[[str, int], Awaitable[float | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +140,8 @@ def _record(url: str, attempt: int, result: DeliveryResult, lines: int, final: b
     )
 
 
-async def settle(forwarder: LogForwarder, msg: NatsMessage) -> None:
-    """One delivery of a terminal event: attempt the job's delivery, then ack, or nak with the backoff delay.
+async def settle(attempt: Attempt, msg: NatsMessage) -> None:
+    """One delivery of a terminal event: make the job's attempt, then ack, or nak with the backoff delay.
 
     An error before anything is settled (the event log unreachable) leaves the message unacknowledged, so it is
     redelivered after the consumer's ack wait: the next attempt.
@@ -150,7 +152,7 @@ async def settle(forwarder: LogForwarder, msg: NatsMessage) -> None:
         log.error("dropping an undecodable event on %s", msg.raw_message.subject)
         await msg.reject()
         return
-    retry_in = await forwarder.forward(job_id, msg.raw_message.metadata.num_delivered)
+    retry_in = await attempt(job_id, msg.raw_message.metadata.num_delivered)
     if retry_in is None:
         await msg.ack()
     else:
@@ -169,6 +171,6 @@ def notifier_router(forwarder: LogForwarder) -> NatsRouter:
         ack_policy=AckPolicy.MANUAL,
     )
     async def on_job_ended(msg: NatsMessage) -> None:
-        await settle(forwarder, msg)
+        await settle(forwarder.forward, msg)
 
     return router

@@ -18,7 +18,7 @@ from hades.core.logs import coalesce
 from hades.core.spec import JobSpec, Step
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
-from tests.conftest import eventually
+from tests.conftest import StartHades, eventually
 
 
 async def queued(store: NatsEventStore, **spec: Any) -> JobHandle:
@@ -79,3 +79,13 @@ async def test_exit_codes_timeouts_and_cancel(nc: Client, event_store: NatsEvent
     assert slow.state is not None and slow.state.reason == "job timed out after 1 seconds"
     final = await JobHandle.load(event_store, SystemClock(), cancelled.state.job_id)
     assert final.state is not None and final.state.status is Status.STOPPED
+
+
+async def test_hades_runs_jobs_on_the_process_executor(start_hades: StartHades, tmp_path: Path) -> None:
+    hades = await start_hades(HADES_EXECUTOR="process", HADES_PROCESS_WORKSPACES=str(tmp_path))
+    job = {"name": "host", "steps": [{"id": 1, "image": "-", "script": 'echo from the host; test -d "$HADES_SHARED"'}]}
+
+    detail = await hades.wait_terminal(await hades.submit(job))
+
+    assert detail["status"] == "Succeeded", detail
+    assert detail["timing"]["phases"]["run"] is not None

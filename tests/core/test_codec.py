@@ -26,6 +26,8 @@ from hades.core.events import (
     StepFinished,
     StepOutcome,
     StepStarted,
+    WebhookDelivered,
+    WebhookFailed,
 )
 from hades.core.spec import JobSpec, Priority, Step
 
@@ -53,6 +55,7 @@ SPEC = JobSpec(
         ),
     ),
     callback_url="https://example.org/hook",
+    status_callback_url="https://example.org/job-status",
     timeout_seconds=600,
     priority=2,
 )
@@ -84,6 +87,34 @@ EVENTS: list[Event] = [
     ),
     LogsForwardFailed(
         job_id=JOB_ID, at=AT, url="http://r/logs", delivery_attempt=2, duration_ms=5, error="refused", final=True
+    ),
+    WebhookDelivered(job_id=JOB_ID, at=AT, url="http://r/status", delivery_attempt=1, duration_ms=7, status_code=204),
+    WebhookDelivered(
+        job_id=JOB_ID,
+        at=AT,
+        url="http://r/status",
+        delivery_attempt=9,
+        duration_ms=3,
+        status_code=200,
+        redelivered_by="hades",
+    ),
+    WebhookFailed(
+        job_id=JOB_ID,
+        at=AT,
+        url="http://r/status",
+        delivery_attempt=2,
+        duration_ms=10_000,
+        error="no answer within 10 s",
+    ),
+    WebhookFailed(
+        job_id=JOB_ID,
+        at=AT,
+        url="http://r/status",
+        delivery_attempt=8,
+        duration_ms=4,
+        status_code=503,
+        error="receiver answered HTTP 503",
+        final=True,
     ),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1),
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1, reason="done"),

@@ -99,6 +99,7 @@ def test_seed_simple_job_with_callback_parses() -> None:
     spec = parse_job_request(body(raw))
     assert spec.metadata == {"GLOBAL": "test"}
     assert spec.callback_url == "http://localhost:8082/adapter/logs"
+    assert spec.status_callback_url == "http://localhost:8082/adapter/job-status"
     assert spec.steps[0].name == "Hello World"
 
 
@@ -173,7 +174,9 @@ def test_a_bad_value_under_a_repeated_key_is_still_an_error() -> None:
 
 
 def test_null_fields_take_their_defaults() -> None:
-    nulls = dict.fromkeys(["id", "timestamp", "metadata", "steps", "callback_url", "timeout_seconds", "priority"])
+    nulls = dict.fromkeys(
+        ["id", "timestamp", "metadata", "steps", "callback_url", "status_callback_url", "timeout_seconds", "priority"]
+    )
     spec = parse_job_request(job(**nulls))
     assert spec == JobSpec(name="job")
     assert spec.priority == 3
@@ -255,6 +258,8 @@ def test_undecodable_bodies(raw: bytes) -> None:
         {"priority": "high"},
         {"priority": -(2**63) - 1},
         {"callback_url": 1},
+        {"status_callback_url": 1},
+        {"status_callback_url": ["http://x/"]},
         {"metadata": {"a": 1}},
         {"metadata": {"a": True}},
         {"metadata": {"a": ["x"]}},
@@ -444,6 +449,60 @@ def test_callback_messages(url: str, reason: str) -> None:
 
 def test_empty_callback_is_not_checked() -> None:
     assert parse_job_request(job(callback_url="")).callback_url == ""
+
+
+CALLBACK_MESSAGES = [
+    ("http://exa mple.com/", "callback URL is not parseable"),
+    ("/relative/path", "callback URL must be absolute"),
+    ("ftp://example.com/status", "callback URL scheme must be http or https"),
+    ("http:///status", "callback URL must include a host"),
+]
+
+
+@pytest.mark.parametrize(("url", "reason"), CALLBACK_MESSAGES)
+def test_status_callback_messages(url: str, reason: str) -> None:
+    assert error_of(job(status_callback_url=url)) == f"Invalid status_callback_url: {reason}"
+
+
+@pytest.mark.parametrize(("url", "reason"), CALLBACK_MESSAGES)
+def test_a_bad_status_callback_url_fails_whatever_the_callback_url(url: str, reason: str) -> None:
+    raw = job(callback_url="http://localhost:8082/adapter/logs", status_callback_url=url)
+    assert error_of(raw) == f"Invalid status_callback_url: {reason}"
+
+
+def test_callback_url_is_checked_before_status_callback_url() -> None:
+    raw = job(callback_url="ftp://x/logs", status_callback_url="/relative")
+    assert error_of(raw) == "Invalid callback_url: callback URL scheme must be http or https"
+
+
+def test_steps_beat_status_callback() -> None:
+    assert error_of(job(steps=[{"pids_limit": -1}], status_callback_url="ftp://x")) == "pids_limit cannot be negative"
+
+
+@pytest.mark.parametrize(
+    ("fields", "logs", "status"),
+    [
+        ({}, "", ""),
+        ({"callback_url": "http://a/logs"}, "http://a/logs", ""),
+        ({"status_callback_url": "https://b/status"}, "", "https://b/status"),
+        (
+            {"callback_url": "http://a/logs", "status_callback_url": "https://b/status"},
+            "http://a/logs",
+            "https://b/status",
+        ),
+        ({"status_callback_url": ""}, "", ""),
+        ({"status_callback_url": None}, "", ""),
+        ({"Status_Callback_URL": "http://c/"}, "", "http://c/"),
+    ],
+)
+def test_the_two_urls_are_independent(fields: dict[str, Any], logs: str, status: str) -> None:
+    spec = parse_job_request(job(**fields))
+    assert (spec.callback_url, spec.status_callback_url) == (logs, status)
+
+
+def test_the_status_callback_url_survives_the_trip_through_json() -> None:
+    spec = parse_job_request(job(status_callback_url="http://user:pw@h:9/s?token=x"))
+    assert JobSpec.model_validate_json(spec.model_dump_json()).status_callback_url == "http://user:pw@h:9/s?token=x"
 
 
 @pytest.mark.parametrize(

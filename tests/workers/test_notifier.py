@@ -4,14 +4,9 @@ connections, jobs without a callback URL)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http import HTTPStatus
 
 import pytest
 from faststream.nats import NatsBroker
@@ -52,6 +47,7 @@ from hades.workers.notifier import (
     recorded_url,
 )
 from tests.conftest import StartHades, eventually
+from tests.support.receiver import receiving
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 FAST = NotifierSettings(max_attempts=3, timeout=2.0, backoff_base=0.02, backoff_max=0.1)
@@ -119,83 +115,6 @@ def test_events_record_the_url_without_credentials_or_query() -> None:
     assert recorded_url("https://u:cb-secret@Example.org:8443/cb/x?token=s3cret#f") == "https://example.org:8443/cb/x"
     assert recorded_url("http://[::1]:9/hook") == "http://[::1]:9/hook"
     assert recorded_url("http://h:99999999/") == "<unparseable url>"
-
-
-# -- a real HTTP receiver ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Received:
-    """One request as the receiver read it."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> object:
-        return json.loads(self.body)
-
-
-@dataclass
-class Receiver:
-    """A minimal HTTP/1.1 server: request n (from 1) gets ``answers[n-1]`` (the last one repeats).
-
-    An answer is a status code, ``"close"`` (drop the connection without answering) or ``"hang"`` (never answer).
-    """
-
-    answers: Sequence[int | str]
-    requests: list[Received] = field(default_factory=list)
-    url: str = ""
-    _server: asyncio.Server | None = None
-    _released: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self.url
-
-    async def stop(self) -> None:
-        self._released.set()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    def for_job(self, job_id: str) -> list[Received]:
-        return [r for r in self.requests if r.path == f"/hook/{job_id}"]
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            method, path, _ = head[0].split(" ", 2)
-            pairs = (line.split(":", 1) for line in head[1:] if line)
-            headers = {name.strip().lower(): value.strip() for name, value in pairs}
-            body = await reader.readexactly(int(headers.get("content-length", "0")))
-            self.requests.append(Received(method, path, headers, body))
-            answer = self.answers[min(len(self.requests), len(self.answers)) - 1]
-            if answer == "hang":
-                await self._released.wait()
-            elif isinstance(answer, int):
-                status = f"{answer} {HTTPStatus(answer).phrase}"
-                writer.write(f"HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
-
-@contextlib.asynccontextmanager
-async def receiving(*answers: int | str) -> AsyncIterator[Receiver]:
-    receiver = Receiver(answers)
-    await receiver.start()
-    try:
-        yield receiver
-    finally:
-        await receiver.stop()
 
 
 # -- the POST ------------------------------------------------------------------------------------------------------

@@ -49,10 +49,11 @@ def message_id(event: Event) -> str:
     """A stable id per logical append, so a retry of the same append is recognised as landed.
 
     It names who appends where several could: two executors racing to start one attempt append under
-    different ids, so the loser sees a conflict, never "my append landed".
+    different ids, so the loser sees a conflict, never "my append landed"; likewise a manual webhook redelivery
+    (``redelivered_by``) and the notifier's attempt that happen to take the same attempt number.
     """
     parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
-    for field in ("step_index", "executor_id", "priority", "delivery_attempt"):
+    for field in ("step_index", "executor_id", "priority", "delivery_attempt", "redelivered_by"):
         value = getattr(event, field, None)
         if value is not None:
             parts.append(str(value))
