@@ -139,6 +139,7 @@ def webhook_router(sender: WebhookSender) -> NatsRouter:
         stream=JStream(EVENTS_STREAM, declare=False),
         durable=WEBHOOKS_CONSUMER,
         pull_sub=PullSub(batch_size=10, timeout=5.0),
+        max_workers=16,  # deliveries run side by side: one slow receiver does not hold up the others
         ack_policy=AckPolicy.MANUAL,
     )
     async def on_job_ended_send_webhook(msg: NatsMessage) -> None:
