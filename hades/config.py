@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default=Path(".hades"), validation_alias="HADES_DATA_DIR")
     streams_file: Path | None = Field(default=None, validation_alias="HADES_STREAMS_FILE")
+    snapshot_seconds: float = Field(default=300.0, ge=0, validation_alias="HADES_SNAPSHOT_SECONDS")
     publish_timeout: float = Field(default=5.0, validation_alias="HADES_PUBLISH_TIMEOUT")
 
     # API

@@ -25,6 +25,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.slots import SlotLeases
+from hades.adapters.nats.snapshots import SnapshotStore
 from hades.adapters.nats.topology import load_topology, verify
 from hades.adapters.process.executor import ProcessExecutor
 from hades.clock import SystemClock
@@ -35,6 +36,7 @@ from hades.http.app import LOG_MANAGER_ROUTES, create_app
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
+from hades.projections.snapshot import restore, take
 from hades.projections.views import ReadModels
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
@@ -87,9 +89,7 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
     executing: asyncio.Task[None] | None = None
     try:
         if roles.api or roles.scheduler or roles.logmanager:
-            views = ReadModels()
-            projections = ProjectionRunner(store.replay, views.apply)
-            tasks.append(asyncio.create_task(projections.run(), name="projections"))
+            views, projections = await _read_models(settings, nc, store, tasks)
         if roles.scheduler or roles.notifier:
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
@@ -150,6 +150,46 @@ async def _executor(
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
     return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap)
+
+
+async def _read_models(
+    settings: Settings, nc: Client, store: NatsEventStore, tasks: list[asyncio.Task[None]]
+) -> tuple[ReadModels, ProjectionRunner]:
+    """The views, resumed from a snapshot when there is one, kept following the log (and snapshotted)."""
+    snapshots = SnapshotStore(nc)
+    views = await _resume(snapshots) if settings.snapshot_seconds else ReadModels()
+    projections = ProjectionRunner(store.replay, views.apply, start=views.jobs.last_seq)
+    tasks.append(asyncio.create_task(projections.run(views.jobs.last_seq + 1), name="projections"))
+    if settings.snapshot_seconds:
+        keeper = _keep_snapshots(snapshots, views, projections, settings.snapshot_seconds)
+        tasks.append(asyncio.create_task(keeper, name="snapshots"))
+    return views, projections
+
+
+async def _resume(snapshots: SnapshotStore) -> ReadModels:
+    """The views from the latest snapshot, or empty ones (the log is then replayed from the start)."""
+    data = await snapshots.load()
+    views = restore(data) if data else None
+    if views is None:
+        return ReadModels()
+    log.info("read models resumed from a snapshot at sequence %d", views.jobs.last_seq)
+    return views
+
+
+async def _keep_snapshots(
+    snapshots: SnapshotStore, views: ReadModels, projections: ProjectionRunner, every: float
+) -> None:
+    """Write a snapshot every ``every`` seconds when the views moved on since the last one."""
+    written = projections.applied
+    while True:
+        await asyncio.sleep(every)
+        if projections.applied > written:
+            try:
+                data, at = take(views), views.jobs.last_seq
+                await snapshots.save(data)
+                written = at
+            except Exception:
+                log.exception("could not write the read-model snapshot; trying again later")
 
 
 async def _docker(settings: Settings, stack: contextlib.AsyncExitStack) -> DockerExecutor:

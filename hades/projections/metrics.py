@@ -21,7 +21,7 @@ _STATUS_BY_TYPE = {"succeeded": "Succeeded", "failed": "Failed", "stopped": "Sto
 
 
 @dataclass
-class _Job:
+class TrackedJob:
     status: str
     priority: Priority
     started_at: datetime | None = None
@@ -31,7 +31,7 @@ class _Job:
 class MetricsView:
     """Counters folded from the log; ``snapshot(now)`` answers the dashboard's questions."""
 
-    jobs: dict[str, _Job] = field(default_factory=dict)
+    jobs: dict[str, TrackedJob] = field(default_factory=dict)
     statuses: Counter[str] = field(default_factory=Counter)
     queued: Counter[Priority] = field(default_factory=Counter)
     durations_ms: list[float] = field(default_factory=list)
@@ -45,7 +45,7 @@ class MetricsView:
         self.last_seq = recorded.seq
         event = recorded.event
         if isinstance(event, JobSubmitted):
-            self.jobs[event.job_id] = _Job(status="", priority=event.priority)
+            self.jobs[event.job_id] = TrackedJob(status="", priority=event.priority)
             self._move(event.job_id, "Queued")
             return
         job = self.jobs.get(event.job_id)

@@ -17,10 +17,10 @@ Source = Callable[[int], AsyncGenerator[Recorded, None]]
 class ProjectionRunner:
     """Feeds every event from a source into a set of views and tracks how far they are."""
 
-    def __init__(self, source: Source, apply: Callable[[Recorded], None]) -> None:
+    def __init__(self, source: Source, apply: Callable[[Recorded], None], start: int = 0) -> None:
         self._source = source
         self._apply = apply
-        self._applied = 0
+        self._applied = start  # what the views already hold (a snapshot's sequence)
         self._advanced = asyncio.Condition()
 
     @property

@@ -157,3 +157,31 @@ async def test_hades_replay_until_rebuilds_the_past(event_store: NatsEventStore,
     assert now["jobs"] == past["jobs"] + 1 == future["jobs"]
     assert now["events_per_second"] > 0
     assert job_id  # its job is in both worlds; the later one only in the present
+
+
+async def test_an_api_resumes_from_a_snapshot_and_agrees_with_a_full_replay(
+    event_store: NatsEventStore, start_hades: StartHades, nc: Any
+) -> None:
+    from hades.adapters.nats.snapshots import SnapshotStore
+    from hades.projections.snapshot import restore
+    from tests.conftest import eventually
+
+    ids = [await play(event_store, [QueueJob(), *executor_script(1, [0, 3])]) for _ in range(3)]
+    writer = await start_hades(Roles(api=True), HADES_SNAPSHOT_SECONDS="0.2")
+    last = await event_store.stream_last_seq()
+
+    async def snapshot_at_least(seq: int) -> bool:
+        data = await SnapshotStore(nc).load()
+        views = restore(data) if data else None
+        return views is not None and views.jobs.last_seq >= seq
+
+    await eventually(lambda: snapshot_at_least(last))
+    await writer.stop()
+    ids.append(await play(event_store, [QueueJob(), RequestCancel(by="later")]))  # after the snapshot
+
+    resumed = await start_hades(Roles(api=True))
+    replayed = await start_hades(Roles(api=True), HADES_SNAPSHOT_SECONDS="0")
+    for job_id in ids:
+        for route in (f"/jobs/{job_id}", f"/jobs/{job_id}/status"):
+            a, b = await resumed.client.get(route), await replayed.client.get(route)
+            assert (a.status_code, a.json()) == (b.status_code, b.json()), route

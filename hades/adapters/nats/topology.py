@@ -109,6 +109,7 @@ class Topology(BaseModel):
     streams: dict[str, StreamSpec]
     consumers: dict[str, dict[str, ConsumerSpec]] = Field(default_factory=dict)
     key_value: dict[str, BucketSpec] = Field(default_factory=dict)
+    object_stores: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
 def load_topology(path: Path | None = None) -> Topology:
@@ -135,6 +136,8 @@ async def apply(js: JetStreamContext, topology: Topology) -> ApplyReport:
         await _apply_stream(js, name, spec.config(name), report)
     for bucket, bucket_spec in topology.key_value.items():
         await _apply_bucket(js, bucket, bucket_spec, report)
+    for bucket in topology.object_stores:
+        await _apply_object_store(js, bucket, report)
     for stream, consumers in topology.consumers.items():
         for name, consumer in consumers.items():
             await _apply_consumer(js, stream, name, consumer.config(name), report)
@@ -179,6 +182,16 @@ async def _apply_bucket(js: JetStreamContext, bucket: str, spec: BucketSpec, rep
         report.created.append(f"bucket {bucket}")
         return
     report.unchanged.append(f"bucket {bucket}")
+
+
+async def _apply_object_store(js: JetStreamContext, bucket: str, report: ApplyReport) -> None:
+    try:
+        await js.object_store(bucket)
+    except (NotFoundError, BucketNotFoundError):
+        await js.create_object_store(bucket)
+        report.created.append(f"object store {bucket}")
+        return
+    report.unchanged.append(f"object store {bucket}")
 
 
 def _differs(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
