@@ -14,6 +14,7 @@ from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
 from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
+from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
 
 SECURITY_HEADERS = {
@@ -50,6 +51,7 @@ def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedExcept
 
 API_ROUTES = [
     ping,
+    metrics,
     submit_build,
     cancel_job,
     list_jobs,

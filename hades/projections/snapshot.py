@@ -14,13 +14,14 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from hades.core.spec import Priority
 from hades.core.state import JobState
+from hades.projections.distributions import PhaseDistributions
 from hades.projections.jobs import JobsView
 from hades.projections.metrics import MetricsView, TrackedJob
 from hades.projections.timing import JobTiming, TimingView
 from hades.projections.views import ReadModels
 
 #: Bump when the shape of a view changes: older snapshots are then ignored and the log is replayed.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 
 class _Metrics(BaseModel):
@@ -42,6 +43,7 @@ class Snapshot(BaseModel):
     skipped: int = 0
     timing: dict[str, JobTiming]
     metrics: _Metrics
+    distributions: PhaseDistributions
 
 
 _SNAPSHOT = TypeAdapter(Snapshot)
@@ -62,6 +64,7 @@ def take(views: ReadModels) -> bytes:
             durations_ms=metrics.durations_ms,
             finished_at=metrics.finished_at,
         ),
+        distributions=views.distributions,
     )
     return snapshot.model_dump_json().encode()
 
@@ -86,4 +89,5 @@ def restore(data: bytes) -> ReadModels | None:
         finished_at=m.finished_at,
         last_seq=seq,
     )
-    return ReadModels(jobs=jobs, timing=TimingView(jobs=snapshot.timing, last_seq=seq), metrics=metrics)
+    timing = TimingView(jobs=snapshot.timing, last_seq=seq)
+    return ReadModels(jobs=jobs, timing=timing, metrics=metrics, distributions=snapshot.distributions)

@@ -8,6 +8,7 @@ everything else is overhead, and ``overhead_pct`` is its share of submitted → 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -89,6 +90,7 @@ class TimingView:
 
     jobs: dict[str, JobTiming] = field(default_factory=dict)
     last_seq: int = 0
+    on_finished: Callable[[JobTiming], None] | None = None
 
     def apply(self, recorded: Recorded) -> None:
         """Fold one stored event (events at or below ``last_seq`` are ignored)."""
@@ -101,7 +103,10 @@ class TimingView:
             return
         timing = self.jobs.get(event.job_id)
         if timing is not None:
+            was_finished = timing.finished_at is not None
             _fold(timing, event)
+            if not was_finished and timing.finished_at is not None and self.on_finished is not None:
+                self.on_finished(timing)
 
     def get(self, job_id: str) -> JobTiming | None:
         """One job's timing, or None."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hades.core.ports import Recorded
+from hades.projections.distributions import PhaseDistributions
 from hades.projections.jobs import JobsView
 from hades.projections.metrics import MetricsView
 from hades.projections.timing import TimingView
@@ -17,6 +18,10 @@ class ReadModels:
     jobs: JobsView = field(default_factory=JobsView)
     timing: TimingView = field(default_factory=TimingView)
     metrics: MetricsView = field(default_factory=MetricsView)
+    distributions: PhaseDistributions = field(default_factory=PhaseDistributions)
+
+    def __post_init__(self) -> None:
+        self.timing.on_finished = self.distributions.add
 
     def apply(self, recorded: Recorded) -> None:
         """Fold one event into every view."""
