@@ -118,14 +118,15 @@ async def test_max_parallelism_holds_across_executor_processes(
     docker_images: list[str], start_hades: StartHades, spawn_role: SpawnRole
 ) -> None:
     api = await start_hades(Roles(api=True, scheduler=True))
-    for _ in range(2):
-        spawn_role("executor", CONCURRENCY="3", MAX_PARALLELISM="2")
+    # Three processes with one slot each could run three jobs at once; the cap allows two. Two jobs at once
+    # are necessarily on two processes, so the lease is what holds the third back.
+    for _ in range(3):
+        spawn_role("executor", CONCURRENCY="1", MAX_PARALLELISM="2")
     jobs = [await api.submit(sleeper(1.5, name=f"cap{i}")) for i in range(6)]
 
     details = [await api.wait_terminal(j, timeout=90) for j in jobs]
 
     assert [d["status"] for d in details] == ["Succeeded"] * 6
-    assert len({d["executor_id"] for d in details}) == 2
     spans = [(at({"at": d["started_at"]}), at({"at": d["finished_at"]})) for d in details]
     overlap = max(sum(1 for s, f in spans if s <= moment < f) for moment, _ in spans)
     assert overlap == 2
