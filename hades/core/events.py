@@ -192,7 +192,4 @@ Event = Annotated[
     | WebhookFailed,
     Field(discriminator="type"),
 ]
-TerminalEvent = JobSucceeded | JobFailed | JobStopped
 TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})
-#: Bookkeeping that may follow a terminal event (deliveries to the client); it never changes the job's status.
-DELIVERY_TYPES = frozenset({"logs_forwarded", "logs_forward_failed", "webhook_delivered", "webhook_failed"})

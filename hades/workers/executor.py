@@ -141,11 +141,6 @@ class ExecutorWorker:
         self._draining.set()
         self._doorbell.set()
 
-    @property
-    def busy(self) -> int:
-        """Attempts running now."""
-        return len(self._running)
-
     def _runs(self, job_id: str) -> bool:
         """Whether this executor runs the job right now (asked at the moment of the check, not before)."""
         return job_id in self._running.values()

@@ -22,7 +22,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from faststream import AckPolicy
@@ -34,7 +34,7 @@ from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.backoff import backoff_delay
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
-from hades.core.lifecycle import JobState, RecordLogsDelivery
+from hades.core.lifecycle import Command, JobState, RecordLogsDelivery
 from hades.core.logs import Log, coalesce
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.workers.jobs import JobHandle
@@ -114,14 +114,8 @@ class LogForwarder:
         result = await self._send(url, json.dumps(payload).encode())
         final = not result.ok and attempt >= self._settings.max_attempts
         lines = sum(len(batch.logs or ()) for batch in batches)
-        try:
-            await job.run(job_id, _record(url, attempt, result, lines, final))
-        except InvalidTransition as reason:
-            log.warning("logs delivery of job %s not recorded: %s", job_id, reason)
-            return None
-        if result.ok or final:
-            return None
-        return backoff_delay(attempt, self._settings.backoff_base, self._settings.backoff_max, self._draw())
+        command = _record(url, attempt, result, lines, final)
+        return await record_attempt(job, command, attempt, result, final, self._settings, self._draw())
 
 
 def _wants_delivery(state: JobState) -> bool:
@@ -138,6 +132,37 @@ def _record(url: str, attempt: int, result: DeliveryResult, lines: int, final: b
         lines=lines,
         final=final,
     )
+
+
+class RetryPolicy(Protocol):
+    """How often and how far apart a delivery is tried (both deliveries' frozen settings fit)."""
+
+    @property
+    def backoff_base(self) -> float: ...
+
+    @property
+    def backoff_max(self) -> float: ...
+
+
+async def record_attempt(
+    job: JobHandle,
+    command: Command,
+    attempt: int,
+    result: DeliveryResult,
+    final: bool,
+    policy: RetryPolicy,
+    draw: float,
+) -> float | None:
+    """Record one delivery attempt; the delay before the next one, or None when the delivery is settled."""
+    assert job.state is not None
+    try:
+        await job.run(job.state.job_id, command)
+    except InvalidTransition as reason:
+        log.warning("%s of job %s not recorded: %s", type(command).__name__, job.state.job_id, reason)
+        return None
+    if result.ok or final:
+        return None
+    return backoff_delay(attempt, policy.backoff_base, policy.backoff_max, draw)
 
 
 async def settle(attempt: Attempt, msg: NatsMessage) -> None:

@@ -23,14 +23,13 @@ from faststream.nats.annotations import NatsMessage
 
 from hades.adapters.http_delivery import DeliveryResult
 from hades.adapters.nats.topology import EVENTS_STREAM
-from hades.core.backoff import backoff_delay
 from hades.core.errors import InvalidTransition
 from hades.core.events import WebhookDelivered, WebhookFailed
 from hades.core.lifecycle import JobState, RecordWebhookDelivery
 from hades.core.ports import Clock, EventStore
 from hades.core.webhook import encode_body, job_completed, webhook_headers
 from hades.workers.jobs import JobHandle
-from hades.workers.notifier import TERMINAL_SUBJECTS, recorded_url, settle
+from hades.workers.notifier import TERMINAL_SUBJECTS, record_attempt, recorded_url, settle
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +79,8 @@ class WebhookSender:
         attempt = max(delivered, state.webhook_delivery_attempts + 1)
         result = await self._post(state, attempt)
         final = not result.ok and attempt >= self._settings.max_attempts
-        try:
-            await job.run(job_id, _record(state, attempt, result, final))
-        except InvalidTransition as reason:
-            log.warning("webhook delivery of job %s not recorded: %s", job_id, reason)
-            return None
-        if result.ok or final:
-            return None
-        return backoff_delay(attempt, self._settings.backoff_base, self._settings.backoff_max, self._draw())
+        command = _record(state, attempt, result, final)
+        return await record_attempt(job, command, attempt, result, final, self._settings, self._draw())
 
     async def redeliver(self, job: JobHandle, by: str) -> WebhookDelivered | WebhookFailed:
         """Send the webhook of a finished job once more, now, as its next attempt, and record it for ``by``.

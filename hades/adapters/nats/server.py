@@ -48,12 +48,6 @@ class EmbeddedNats:
                 self.process.kill()
                 self.process.wait()
 
-    def kill(self) -> None:
-        """Stop the server abruptly, as a crash would."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
 
 def start_nats(
     store_dir: Path,
