@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from hades.config import Settings, load_settings
+from hades.http.dashboard.config import DashboardConfigError
 
 TERMINAL = {"Succeeded", "Failed", "Stopped"}
 DEFAULT_NATS_URL = "nats://localhost:4222"
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     except httpx.HTTPError as error:
         print(f"hades: cannot reach {settings.client_api_url}: {error}", file=sys.stderr)
         return 2
-    except (RuntimeError, OSError) as error:
+    except (RuntimeError, OSError, DashboardConfigError) as error:
         print(f"hades: {error}", file=sys.stderr)
         return 1
 

@@ -59,6 +59,18 @@ class Settings(BaseSettings):
     log_manager_port: int = Field(default=8081, validation_alias="LOG_MANAGER_PORT")
     api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")
 
+    # dashboard: on only when the username, the bcrypt hash and the session secret are all set
+    dashboard_username: str = Field(default="", validation_alias="DASHBOARD_USERNAME")
+    dashboard_password_hash: str = Field(default="", validation_alias="DASHBOARD_PASSWORD_HASH", repr=False)
+    dashboard_session_secret: str = Field(default="", validation_alias="DASHBOARD_SESSION_SECRET", repr=False)
+    dashboard_session_ttl: str = Field(default="12h", validation_alias="DASHBOARD_SESSION_TTL")
+    dashboard_job_retention: str = Field(default="1h", validation_alias="DASHBOARD_JOB_RETENTION")
+    dashboard_cookie_insecure: bool = Field(default=False, validation_alias="DASHBOARD_COOKIE_INSECURE")
+    dashboard_trusted_proxies: str = Field(default="", validation_alias="DASHBOARD_TRUSTED_PROXIES")
+    hades_version: str = Field(default="dev", validation_alias="HADES_VERSION")
+    secret_redact_mode: str = Field(default="smart", validation_alias="SECRET_REDACT_MODE")
+    secret_key_patterns: str = Field(default="", validation_alias="SECRET_KEY_PATTERNS")
+
     # executor
     executor: Literal["docker", "process"] = Field(default="docker", validation_alias="HADES_EXECUTOR")
     process_workspaces: Path | None = Field(default=None, validation_alias="HADES_PROCESS_WORKSPACES")

@@ -33,6 +33,9 @@ from hades.config import Settings
 from hades.core.logs import LogBudget
 from hades.core.ports import Executor
 from hades.http.app import LOG_MANAGER_ROUTES, create_app
+from hades.http.dashboard.config import DashboardConfig
+from hades.http.dashboard.dashboard import Dashboard
+from hades.http.dashboard.feed import JobFeed
 from hades.http.services import ApiServices
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
@@ -79,6 +82,7 @@ class _ApiServer(uvicorn.Server):
 async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.Event | None = None) -> None:
     """Run the roles until SIGINT/SIGTERM (or ``stop`` is set), then stop them in order."""
     stop = stop or _stop_on_signals()
+    dashboard_config = DashboardConfig.from_settings(settings) if roles.api else None  # a bad setting fails here
     nc = await connect(nats_url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
     await verify(nc.jetstream(), load_topology(settings.streams_file))
     store = NatsEventStore(nc, settings.publish_timeout)
@@ -109,7 +113,8 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
             tasks.append(executing)
         if roles.api:
             webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
-            tasks.append(_api(settings, nc, store, clock, views, projections, webhooks=webhooks))
+            dashboard = _dashboard(dashboard_config, views, projections, clock)
+            tasks.append(_api(settings, nc, store, clock, views, projections, webhooks=webhooks, dashboard=dashboard))
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
         log.info(
@@ -248,6 +253,17 @@ def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: Syst
     return Watchdog(store, clock, view, Heartbeats(nc), policy)
 
 
+def _dashboard(
+    config: DashboardConfig | None, views: ReadModels, projections: ProjectionRunner, clock: SystemClock
+) -> Dashboard | None:
+    """The dashboard over this process's views, its live feed fed by their projection; None when it is off."""
+    if config is None:
+        return None
+    dashboard = Dashboard(config, JobFeed(views.jobs, config.redactor, clock.now))
+    projections.observe(dashboard.feed.on_event)
+    return dashboard
+
+
 def _api(
     settings: Settings,
     nc: Client,
@@ -257,6 +273,7 @@ def _api(
     projections: ProjectionRunner,
     log_manager: bool = False,
     webhooks: WebhookSender | None = None,
+    dashboard: Dashboard | None = None,
 ) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
@@ -268,7 +285,7 @@ def _api(
         webhooks=webhooks,
     )
     config = uvicorn.Config(
-        create_app(services, LOG_MANAGER_ROUTES if log_manager else None),
+        create_app(services, LOG_MANAGER_ROUTES if log_manager else None, dashboard),
         host=settings.api_host,
         port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",

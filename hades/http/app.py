@@ -7,11 +7,15 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, get
 from litestar.datastructures import MutableScopeHeaders, State
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, NotFoundException
+from litestar.response import File
 from litestar.types import Message, Scope
 
 from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
+from hades.http.dashboard.dashboard import Dashboard
+from hades.http.dashboard.routes import ROUTES as DASHBOARD_ROUTES
+from hades.http.dashboard.routes import STATIC_FILES, DashboardError, dashboard_error, index_html
 from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.prometheus import metrics
@@ -67,13 +71,48 @@ API_ROUTES = [
 LOG_MANAGER_ROUTES = [list_jobs, get_logs, get_status, health]
 
 
-def create_app(services: ApiServices, routes: list[Any] | None = None) -> Litestar:
-    """The API (or another set of its routes) over the given services."""
+def _is_page(request: Request[Any, Any, State]) -> bool:
+    """A browser navigating to one of the app's pages, which share paths with the JSON routes (``/jobs``)."""
+    path = request.url.path
+    return (
+        request.method == "GET"
+        and request.app.state.dashboard is not None
+        and "text/html" in request.headers.get("accept", "")
+        and not path.startswith(("/api/", "/static/"))
+        and path not in ("/metrics", "/ping", "/health")
+    )
+
+
+def _page_for_browsers(request: Request[Any, Any, State]) -> File | None:
+    """``/jobs`` and ``/jobs/<id>`` answer JSON to clients and the dashboard's page to browsers."""
+    return index_html() if _is_page(request) else None
+
+
+def _not_found(request: Request[Any, Any, State], error: NotFoundException) -> Response[Any]:
+    """The dashboard's pages (``/``, ``/login``...) when it is on; litestar's JSON 404 otherwise."""
+    if _is_page(request):
+        return index_html()
+    return Response(content={"status_code": 404, "detail": error.detail}, status_code=404)
+
+
+def create_app(services: ApiServices, routes: list[Any] | None = None, dashboard: Dashboard | None = None) -> Litestar:
+    """The API (or another set of its routes) over the given services, with the dashboard when it is configured.
+
+    The dashboard's ``/api`` routes are always there: while it is off they answer 503, as the Go Hades's do.
+    """
+    handlers = list(routes or [*API_ROUTES, *DASHBOARD_ROUTES])
+    if dashboard is not None and routes is None:
+        handlers.append(STATIC_FILES)
     return Litestar(
-        route_handlers=routes or API_ROUTES,
-        state=State({"services": services}),
+        route_handlers=handlers,
+        state=State({"services": services, "dashboard": dashboard}),
+        before_request=_page_for_browsers if dashboard is not None else None,
         before_send=[_security_headers],
-        exception_handlers={NotAuthorizedException: _unauthorized},
+        exception_handlers={
+            NotAuthorizedException: _unauthorized,
+            DashboardError: dashboard_error,
+            NotFoundException: _not_found,
+        },
         openapi_config=None,
         request_max_body_size=10 * 1024 * 1024,
     )

@@ -17,7 +17,7 @@ from hades.http.services import ApiServices
 from hades.workers.jobs import JobHandle
 
 
-def _reason(body: bytes) -> str:
+def reason_from_body(body: bytes) -> str:
     try:
         parsed = json.loads(body) if body.strip() else {}
     except ValueError:
@@ -30,14 +30,19 @@ def _reason(body: bytes) -> str:
 async def cancel_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """202 with the job's status after the request; 404 unknown; 409 when it has ended already."""
     services: ApiServices = request.app.state.services
+    by = USER if services.auth_key else "api"
+    return await request_cancel(services, job_id, by, reason_from_body(await request.body()))
+
+
+async def request_cancel(services: ApiServices, job_id: str, by: str, reason: str) -> Response[dict[str, Any]]:
+    """Append ``cancel_requested`` (or refuse): the answer of every cancel route."""
     if not is_job_id(job_id):
         return not_found(job_id)
     job = await JobHandle.load(services.store, services.clock, job_id)
     if job.state is None:
         return not_found(job_id)
-    by = USER if services.auth_key else "api"
     try:
-        await job.run(job_id, RequestCancel(by=by, reason=_reason(await request.body())))
+        await job.run(job_id, RequestCancel(by=by, reason=reason))
     except InvalidTransition:
         assert job.state is not None
         return Response(

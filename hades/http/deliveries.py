@@ -16,6 +16,7 @@ from litestar.params import FromPath
 from hades.core.delivery import DeliveryEvent
 from hades.core.errors import HadesError
 from hades.core.events import LogsForwarded, LogsForwardFailed, WebhookDelivered, WebhookFailed
+from hades.core.ports import Recorded
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
@@ -40,6 +41,15 @@ def delivery_row(event: DeliveryEvent) -> dict[str, Any]:
     }
 
 
+def delivery_rows(history: list[Recorded]) -> list[dict[str, Any]]:
+    """The delivery attempts in a job's history, oldest first."""
+    return [
+        delivery_row(r.event)
+        for r in history
+        if isinstance(r.event, LogsForwarded | LogsForwardFailed | WebhookDelivered | WebhookFailed)
+    ]
+
+
 @get("/jobs/{job_id:str}/deliveries", guards=[basic_auth_guard])
 async def list_deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """Every recorded delivery attempt of the job, oldest first; 404 when the job is unknown."""
@@ -47,12 +57,7 @@ async def list_deliveries(request: Request[Any, Any, State], job_id: FromPath[st
     history = await services.store.history(job_id) if is_job_id(job_id) else []
     if not history:
         return not_found(job_id)
-    rows = [
-        delivery_row(r.event)
-        for r in history
-        if isinstance(r.event, LogsForwarded | LogsForwardFailed | WebhookDelivered | WebhookFailed)
-    ]
-    return Response(content={"job_id": job_id, "deliveries": rows})
+    return Response(content={"job_id": job_id, "deliveries": delivery_rows(history)})
 
 
 @post("/jobs/{job_id:str}/deliveries/redeliver", guards=[basic_auth_guard], status_code=202)

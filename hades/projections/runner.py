@@ -7,9 +7,12 @@ that gets a job id back from ``POST /build`` can read that job at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, Callable
 
 from hades.core.ports import Recorded
+
+log = logging.getLogger(__name__)
 
 Source = Callable[[int], AsyncGenerator[Recorded, None]]
 
@@ -22,6 +25,11 @@ class ProjectionRunner:
         self._apply = apply
         self._applied = start  # what the views already hold (a snapshot's sequence)
         self._advanced = asyncio.Condition()
+        self._observers: list[Callable[[Recorded], None]] = []
+
+    def observe(self, observer: Callable[[Recorded], None]) -> None:
+        """Call ``observer`` with each event once the views hold it (live feeds such as the dashboard's)."""
+        self._observers.append(observer)
 
     @property
     def applied(self) -> int:
@@ -32,6 +40,11 @@ class ProjectionRunner:
         """Replay, then follow until cancelled."""
         async for recorded in self._source(from_seq):
             self._apply(recorded)
+            for observer in self._observers:
+                try:
+                    observer(recorded)
+                except Exception:  # a broken feed must not stop the views
+                    log.exception("projection observer failed on event %d", recorded.seq)
             async with self._advanced:
                 self._applied = recorded.seq
                 self._advanced.notify_all()

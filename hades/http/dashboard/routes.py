@@ -1,0 +1,339 @@
+"""The dashboard's ``/api`` routes (contract 1.3-1.5), the single-page app's files, and the switch that turns it off.
+
+Every answer comes from the read models and the log store, which every API replica holds alike, so unlike the Go
+dashboard (state in one process's memory) any number of replicas can serve it; only the login lockout is per
+process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from litestar import Request, Response, get, post, route
+from litestar.connection import ASGIConnection
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException
+from litestar.handlers.base import BaseRouteHandler
+from litestar.params import FromPath, FromQuery
+from litestar.response import File, ServerSentEvent, ServerSentEventMessage
+from litestar.static_files import create_static_files_router
+from nats.errors import ConnectionClosedError
+
+from hades.core.logs import coalesce
+from hades.http.cancel import reason_from_body, request_cancel
+from hades.http.dashboard.dashboard import Dashboard
+from hades.http.dashboard.feed import EMPTY_JOB, stream_frames
+from hades.http.dashboard.session import COOKIE, InvalidSession, check_password, client_address, verify_session
+from hades.http.dashboard.summaries import job_detail, job_summary, metrics, recent_jobs, unknown_job
+from hades.http.deliveries import delivery_rows
+from hades.http.jobs import is_job_id
+from hades.http.services import ApiServices
+from hades.http.views import event_row, parse_moment
+from hades.projections.views import ReadModels
+
+STATIC = Path(__file__).parent / "static"
+MAX_JOBS = 500
+
+
+class DashboardError(HTTPException):
+    """An ``/api`` refusal, answered as ``{"error": ...}``."""
+
+
+def dashboard_error(_request: Request[Any, Any, State], error: DashboardError) -> Response[dict[str, str]]:
+    """``{"error": detail}`` with the error's status."""
+    return Response(content={"error": error.detail}, status_code=error.status_code, headers=error.headers or {})
+
+
+def _dashboard(connection: ASGIConnection[Any, Any, Any, Any]) -> Dashboard:
+    dashboard: Dashboard | None = connection.app.state.dashboard
+    if dashboard is None:
+        raise DashboardError(status_code=503, detail="dashboard is not configured")
+    return dashboard
+
+
+def _services(connection: ASGIConnection[Any, Any, Any, Any]) -> ApiServices:
+    services: ApiServices = connection.app.state.services
+    return services
+
+
+def session_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """A valid session cookie, or 401 with the Go dashboard's two messages."""
+    dashboard = _dashboard(connection)
+    token = connection.cookies.get(COOKIE)
+    if not token:
+        raise DashboardError(status_code=401, detail="authentication required")
+    try:
+        connection.state.user = verify_session(dashboard.config.secret, token, time.time())
+    except InvalidSession:
+        raise DashboardError(status_code=401, detail="invalid or expired session") from None
+
+
+def same_origin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """State-changing requests from another site are refused even if a browser sent the cookie along."""
+    origin = connection.headers.get("origin")
+    if origin and urlsplit(origin).netloc != connection.headers.get("host"):
+        raise DashboardError(status_code=403, detail="cross-origin request refused")
+
+
+def _job_id(job_id: str) -> str:
+    if not is_job_id(job_id):
+        raise DashboardError(status_code=400, detail="invalid job id")
+    return job_id
+
+
+# --- auth -----------------------------------------------------------------------------------------------------
+
+
+@post("/api/login", status_code=200, guards=[same_origin_guard])
+async def login(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
+    """Lockout first (429 even with the right password), then 400 / 401 / 200 with the session cookie."""
+    dashboard = _dashboard(request)
+    client = client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        dashboard.config.trusted_proxies,
+    )
+    now = time.time()
+    if dashboard.lockout.locked(client, now):
+        raise DashboardError(status_code=429, detail="too many failed attempts, try again later")
+    try:
+        body = json.loads(await request.body())
+        username, password = body["username"], body["password"]
+        if not isinstance(username, str) or not isinstance(password, str):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise DashboardError(status_code=400, detail="invalid request") from None
+    config = dashboard.config
+    # bcrypt takes a quarter of a second on purpose: off the event loop, so other requests go on meanwhile
+    if not await asyncio.to_thread(check_password, config.password_hash, username, password, config.username):
+        dashboard.lockout.failed(client, time.time())
+        raise DashboardError(status_code=401, detail="invalid credentials")
+    dashboard.lockout.succeeded(client)
+    response = Response(content={"username": username, "version": config.version})
+    ttl = int(config.session_ttl.total_seconds())
+    response.set_cookie(
+        COOKIE,
+        dashboard.session_token(username, int(now) + ttl),
+        path="/",
+        max_age=ttl,
+        expires=ttl,
+        secure=config.cookie_secure,
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+@post("/api/logout", status_code=200, guards=[session_guard, same_origin_guard])
+async def logout(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
+    """Clears the cookie; the token itself stays valid until it expires (there is no session store)."""
+    config = _dashboard(request).config
+    response = Response(content={"status": "ok"})
+    response.set_cookie(COOKIE, "", path="/", max_age=-1, secure=config.cookie_secure, httponly=True, samesite="strict")
+    return response
+
+
+@get("/api/session", guards=[session_guard], sync_to_thread=False)
+def session(request: Request[Any, Any, State]) -> dict[str, str]:
+    """Who is logged in, and the version."""
+    return {"username": request.state.user, "version": _dashboard(request).config.version}
+
+
+# --- jobs -----------------------------------------------------------------------------------------------------
+
+
+@get("/api/jobs", guards=[session_guard], sync_to_thread=False)
+def list_jobs(
+    request: Request[Any, Any, State], status: FromQuery[str | None] = None, limit: FromQuery[int] = MAX_JOBS
+) -> Response[dict[str, Any]]:
+    """Newest first (by finished, else started, else queued time), ``?status=`` case-insensitive."""
+    if limit < 1 or limit > 10_000:
+        raise DashboardError(status_code=400, detail="invalid limit: must be between 1 and 10000")
+    dashboard, services = _dashboard(request), _services(request)
+    now = services.clock.now()
+    jobs, total = recent_jobs(services.jobs.jobs.values(), now, dashboard.config.job_retention, status, limit)
+    redactor = dashboard.config.redactor
+    return Response(content={"jobs": [job_summary(job, now, redactor) for job in jobs], "total": total})
+
+
+@get("/api/jobs/{job_id:str}", guards=[session_guard])
+async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None) -> Any:
+    """The redacted detail; with ``?at=<ISO time>`` the job as it was then, folded from its history."""
+    dashboard, services = _dashboard(request), _services(request)
+    views, now = services.views, services.clock.now()
+    if at is not None:
+        moment = parse_moment(at)
+        if moment is None:
+            raise DashboardError(status_code=400, detail=f"invalid at: {at!r} is not an ISO 8601 time with a zone")
+        history = await services.store.history(job_id) if is_job_id(job_id) else []
+        views, now = ReadModels.folded([r for r in history if r.event.at <= moment]), moment
+    state = views.jobs.get(job_id)
+    if state is None:
+        return unknown_job(job_id)
+    return job_detail(state, views.timing.get(job_id), now, dashboard.config.redactor)
+
+
+@get("/api/jobs/{job_id:str}/events", guards=[session_guard])
+async def events(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
+    """The job's history, oldest first, free-text fields redacted and the payload left out."""
+    redactor = _dashboard(request).config.redactor
+    history = await _services(request).store.history(_job_id(job_id))
+    if not history:
+        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
+    rows = [event_row(recorded) for recorded in history]
+    for row in rows:
+        for key in ("reason", "error"):
+            if isinstance(row.get(key), str):
+                row[key] = redactor.text(row[key])
+    return {"events": rows}
+
+
+@get("/api/jobs/{job_id:str}/deliveries", guards=[session_guard])
+async def deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
+    """Every attempt to tell the client (webhook and log forwarding), oldest first."""
+    redactor = _dashboard(request).config.redactor
+    history = await _services(request).store.history(_job_id(job_id))
+    if not history:
+        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
+    rows = delivery_rows(history)
+    for row in rows:  # a callback URL may carry credentials
+        row["url"] = redactor.text(row["url"])
+        if row["error"]:
+            row["error"] = redactor.text(row["error"])
+    return {"job_id": job_id, "deliveries": rows}
+
+
+@post("/api/jobs/{job_id:str}/cancel", guards=[session_guard, same_origin_guard], status_code=202)
+async def cancel(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
+    """Cancel as ``POST /jobs/{id}/cancel`` does, recorded as requested by the dashboard's user."""
+    if "application/json" not in request.headers.get("content-type", ""):
+        raise DashboardError(status_code=415, detail="send the cancel request as application/json")
+    user = f"dashboard:{request.state.user}"
+    return await request_cancel(_services(request), job_id, user, reason_from_body(await request.body()))
+
+
+# --- logs -----------------------------------------------------------------------------------------------------
+
+
+@get("/api/jobs/{job_id:str}/logs", guards=[session_guard])
+async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
+    """``{"logs": [Log...]}``, one per step in order, verbatim (logs are not redacted, as in the Go dashboard)."""
+    batches = await _services(request).logs.read(_job_id(job_id))
+    return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
+
+
+@get("/api/jobs/{job_id:str}/logs/stream", guards=[session_guard])
+async def log_stream(request: Request[Any, Any, State], job_id: FromPath[str]) -> ServerSentEvent:
+    """The job's batches from the first, then live; an ``end`` frame once it has ended and all were sent."""
+    services = _services(request)
+    if services.jobs.get(_job_id(job_id)) is None:
+        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
+    frames = _log_frames(services, job_id, _dashboard(request).heartbeat)
+    return ServerSentEvent(frames, headers={"Connection": "keep-alive"})
+
+
+async def _log_frames(
+    services: ApiServices, job_id: str, heartbeat: float
+) -> AsyncGenerator[ServerSentEventMessage, None]:
+    try:
+        async for frame in _follow(services, job_id, heartbeat):
+            yield frame
+    except ConnectionClosedError:
+        return  # the server is shutting down: the browser reconnects to another replica or later
+
+
+async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> AsyncGenerator[ServerSentEventMessage, None]:
+    sent, final_seq, idle = 0, None, 0.0
+    async for item in services.logs.follow(job_id):
+        if item is not None:
+            sent, batch = item
+            frame = {"type": "log", "job": EMPTY_JOB, "log": batch.model_dump(mode="json", exclude={"step_id"})}
+            yield ServerSentEventMessage(data=json.dumps(frame))
+            idle = 0.0
+        else:
+            idle += 1.0
+            if idle >= heartbeat:
+                idle = 0.0
+                yield ServerSentEventMessage(comment="ping", data=None)
+        state = services.jobs.get(job_id)
+        if state is not None and state.status.is_terminal:
+            # all of a job's batches are stored before its terminal event, so the newest one now is the last
+            final_seq = final_seq if final_seq is not None else await services.logs.last_seq(job_id)
+            if sent >= final_seq:
+                end = {"type": "end", "job": {"id": job_id, "status": state.status.value}}
+                yield ServerSentEventMessage(data=json.dumps(end))
+                return
+
+
+# --- metrics and the live feed --------------------------------------------------------------------------------
+
+
+@get("/api/metrics", guards=[session_guard], sync_to_thread=False)
+def api_metrics(request: Request[Any, Any, State]) -> dict[str, Any]:
+    """Counts per status, queue depth, durations, throughput, connected stream clients."""
+    dashboard, services = _dashboard(request), _services(request)
+    return metrics(services.views, services.clock.now(), len(dashboard.feed.subscribers))
+
+
+@get("/api/stream", guards=[session_guard])
+async def stream(request: Request[Any, Any, State]) -> ServerSentEvent:
+    """A metrics frame, then job frames as jobs change and metrics every 5 s, ``: ping`` every 25 s."""
+    dashboard, services = _dashboard(request), _services(request)
+
+    def current() -> dict[str, Any]:
+        return metrics(services.views, services.clock.now(), len(dashboard.feed.subscribers))
+
+    async def frames() -> AsyncGenerator[ServerSentEventMessage, None]:
+        with dashboard.feed.subscribe() as subscriber:
+            async for frame in stream_frames(subscriber, current, dashboard.metrics_every, dashboard.heartbeat):
+                if frame is None:
+                    yield ServerSentEventMessage(comment="ping", data=None)
+                else:
+                    yield ServerSentEventMessage(data=frame)
+
+    return ServerSentEvent(frames(), headers={"Connection": "keep-alive"})
+
+
+# --- when off, and the app itself -----------------------------------------------------------------------------
+
+
+@route("/api/{path:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+async def api_unknown(request: Request[Any, Any, State], path: FromPath[str]) -> Response[dict[str, str]]:
+    """503 for every ``/api`` path while the dashboard is off; 404 for unknown ones while it is on."""
+    _dashboard(request)
+    raise DashboardError(status_code=404, detail="not found")
+
+
+def index_html() -> File:
+    """The single-page app's shell (it routes ``/login``, ``/jobs``, ``/jobs/<id>`` itself)."""
+    return File(
+        STATIC / "index.html",
+        media_type="text/html",  # litestar adds the charset
+        content_disposition_type="inline",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+STATIC_FILES = create_static_files_router(path="/static", directories=[STATIC], name="dashboard-static")
+
+ROUTES = [
+    login,
+    logout,
+    session,
+    list_jobs,
+    job,
+    events,
+    deliveries,
+    cancel,
+    logs,
+    log_stream,
+    api_metrics,
+    stream,
+    api_unknown,
+]
