@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.core.lifecycle import QueueJob
 from hades.runtime import Roles
-from tests.conftest import StartHades
+from tests.conftest import StartHades, eventually
 from tests.integration.test_replay import executor_script, play
 
 
@@ -26,7 +26,11 @@ async def test_metrics_expose_the_read_models(event_store: NatsEventStore, start
     await play(event_store, [QueueJob(), *executor_script(1, [0, 0])])
     await play(event_store, [QueueJob()])
     job_id = await play(event_store, [QueueJob(), *executor_script(1, [3])])
-    assert (await api.client.get(f"/jobs/{job_id}/status")).json() == {"status": "Failed"}
+
+    async def failed() -> bool:  # appended straight to the store: the API's views follow a moment later
+        return bool((await api.client.get(f"/jobs/{job_id}/status")).json() == {"status": "Failed"})
+
+    await eventually(failed)
 
     response = await api.client.get("/metrics")
 
