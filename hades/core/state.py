@@ -74,6 +74,16 @@ class JobState:
     webhook_delivery_attempts: int = 0  # the highest delivery attempt recorded
 
     @property
+    def name(self) -> str:
+        """The job's name, as submitted."""
+        return self.spec.name
+
+    @property
+    def step_count(self) -> int:
+        """How many steps the job has."""
+        return len(self.spec.steps)
+
+    @property
     def awaiting_queue(self) -> bool:
         """Submitted (or handed back) but not yet in a priority queue."""
         return self.status is Status.QUEUED and self.queued_at is None

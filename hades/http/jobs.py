@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncGenerator
+from datetime import datetime
 from typing import Any
 
 from litestar import Request, Response, get
@@ -12,11 +13,13 @@ from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
+from hades.core.lifecycle import JobState
 from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
 from hades.http.views import event_row, job_detail, parse_moment
+from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
 
 
@@ -52,17 +55,32 @@ async def get_job(
     With ``?at=<ISO 8601 time>``, the job as it was at that moment, folded from its history.
     """
     services = _services(request)
-    views = services.views
+    moment = None
     if at is not None:
         moment = parse_moment(at)
         if moment is None:
             return Response(content=f"invalid at: {at!r} is not an ISO 8601 time with a zone", status_code=400)
-        history = await services.store.history(job_id) if is_job_id(job_id) else []
-        views = ReadModels.folded([r for r in history if r.event.at <= moment])
-    job = views.jobs.get(job_id)
-    if job is None:
+    found = await whole_job(services, job_id, moment)
+    if found is None:
         return not_found(job_id)
-    return Response(content=job_detail(job, views.timing.get(job_id)))
+    return Response(content=job_detail(*found))
+
+
+async def whole_job(
+    services: ApiServices, job_id: str, at: datetime | None = None
+) -> tuple[JobState, JobTiming | None] | None:
+    """The job in full: from the views while it runs; folded from its history once it ended (the views keep
+    only a summary of ended jobs) or as it was at a past moment."""
+    if at is None:
+        state = services.jobs.state(job_id)
+        if state is not None:
+            return state, services.views.timing.get(job_id)
+        if services.jobs.get(job_id) is None:
+            return None
+    history = await services.store.history(job_id) if is_job_id(job_id) else []
+    views = ReadModels.folded([r for r in history if at is None or r.event.at <= at])
+    state = views.jobs.state(job_id)
+    return (state, views.timing.get(job_id)) if state is not None else None
 
 
 @get("/jobs/{job_id:str}/status", guards=[basic_auth_guard], sync_to_thread=False)

@@ -17,6 +17,7 @@ from hades.core.events import TERMINAL_TYPES, JobQueued, JobStarted, JobSubmitte
 from hades.core.ports import Recorded
 from hades.core.spec import Priority
 
+THROUGHPUT_WINDOW = timedelta(minutes=1)  # only end times this close to the newest are kept
 _STATUS_BY_TYPE = {"succeeded": "Succeeded", "failed": "Failed", "stopped": "Stopped"}
 
 
@@ -60,7 +61,9 @@ class MetricsView:
             if job.started_at is not None:
                 bisect.insort(self.durations_ms, (event.at - job.started_at).total_seconds() * 1000)
             bisect.insort(self.finished_at, event.at)
+            del self.finished_at[: bisect.bisect_left(self.finished_at, self.finished_at[-1] - THROUGHPUT_WINDOW)]
             self._move(event.job_id, _STATUS_BY_TYPE[event.type])
+            del self.jobs[event.job_id]  # its status is counted; nothing later changes it
 
     def _move(self, job_id: str, status: str, priority: Priority | None = None) -> None:
         job = self.jobs[job_id]
@@ -75,7 +78,7 @@ class MetricsView:
 
     def snapshot(self, now: datetime) -> dict[str, Any]:
         """Counts, queue depth, durations (avg, p50, p95) and jobs finished in the last minute."""
-        minute_ago = bisect.bisect_right(self.finished_at, now - timedelta(minutes=1))
+        minute_ago = bisect.bisect_right(self.finished_at, now - THROUGHPUT_WINDOW)
         by_priority = {p.value: self.queued[p] for p in (Priority.HIGH, Priority.MEDIUM, Priority.LOW)}
         count = len(self.durations_ms)
         return {

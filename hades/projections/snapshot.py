@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from hades.core.spec import Priority
 from hades.core.state import JobState
 from hades.projections.distributions import PhaseDistributions
-from hades.projections.jobs import JobsView
+from hades.projections.jobs import EndedJob, JobsView
 from hades.projections.metrics import MetricsView, TrackedJob
 from hades.projections.timing import JobTiming, TimingView
 from hades.projections.views import ReadModels
 
 #: Bump when the shape of a view changes: older snapshots are then ignored and the log is replayed.
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
 
 
 class _Metrics(BaseModel):
@@ -39,7 +39,7 @@ class Snapshot(BaseModel):
 
     format: int = SNAPSHOT_FORMAT
     seq: int
-    jobs: dict[str, JobState]
+    jobs: dict[str, JobState | EndedJob]
     skipped: int = 0
     timing: dict[str, JobTiming]
     metrics: _Metrics

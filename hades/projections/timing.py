@@ -91,6 +91,9 @@ class TimingView:
     jobs: dict[str, JobTiming] = field(default_factory=dict)
     last_seq: int = 0
     on_finished: Callable[[JobTiming], None] | None = None
+    #: Keep ended jobs' timing (else it is handed to ``on_finished`` and dropped: a long-lived process would
+    #: otherwise hold every job's phases; the detail routes fold an ended job's history instead).
+    retain_ended: bool = False
 
     def apply(self, recorded: Recorded) -> None:
         """Fold one stored event (events at or below ``last_seq`` are ignored)."""
@@ -105,8 +108,11 @@ class TimingView:
         if timing is not None:
             was_finished = timing.finished_at is not None
             _fold(timing, event)
-            if not was_finished and timing.finished_at is not None and self.on_finished is not None:
-                self.on_finished(timing)
+            if not was_finished and timing.finished_at is not None:
+                if self.on_finished is not None:
+                    self.on_finished(timing)
+                if not self.retain_ended:
+                    del self.jobs[event.job_id]
 
     def get(self, job_id: str) -> JobTiming | None:
         """One job's timing, or None."""

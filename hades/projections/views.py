@@ -23,6 +23,11 @@ class ReadModels:
     def __post_init__(self) -> None:
         self.timing.on_finished = self.distributions.add
 
+    @classmethod
+    def whole(cls) -> ReadModels:
+        """Views that keep ended jobs in full: for folding one job's (or a short) history."""
+        return cls(jobs=JobsView(retain_ended=True), timing=TimingView(retain_ended=True))
+
     def apply(self, recorded: Recorded) -> None:
         """Fold one event into every view."""
         self.jobs.apply(recorded)
@@ -31,8 +36,8 @@ class ReadModels:
 
     @classmethod
     def folded(cls, history: list[Recorded]) -> ReadModels:
-        """The views of a whole (or partial) history."""
-        views = cls()
+        """The views of a whole (or partial) history, ended jobs kept in full."""
+        views = cls.whole()
         for recorded in history:
             views.apply(recorded)
         return views

@@ -419,7 +419,8 @@ async def test_the_app_files_are_served(make_client: MakeClient) -> None:
 ALPHABET = string.ascii_letters + string.digits
 secret_tokens = st.text(ALPHABET, min_size=12, max_size=20).map(lambda s: f"tok_{s}Zq9")
 jwts = st.tuples(*[st.text(ALPHABET + "-_", min_size=8, max_size=20)] * 3).map(lambda p: "eyJ" + ".".join(p))
-url_passwords = st.text(ALPHABET, min_size=10, max_size=20)
+# a fixed odd infix keeps a generated secret from spelling a word of the response itself ("payloadAva")
+url_passwords = st.text(ALPHABET, min_size=8, max_size=18).map(lambda s: f"{s[:4]}Pw9x{s[4:]}")
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -54,7 +54,7 @@ def test_a_golden_history_folds_to_its_recorded_views(path: Path) -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 def test_folding_in_pieces_equals_folding_at_once(path: Path) -> None:
     history = load(path)
-    live = ReadModels()
+    live = ReadModels.whole()
     for cut in range(len(history)):  # a follower that saw the log grow event by event, with re-deliveries
         for recorded in history[: cut + 1]:
             live.apply(recorded)

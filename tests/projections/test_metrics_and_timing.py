@@ -62,7 +62,7 @@ def fold_into(view: MetricsView | TimingView, *histories: list[Event]) -> None:
 
 def test_timing_splits_a_job_into_its_phases_and_overhead() -> None:
     events = history(priority=3, steps=2, run_seconds=2.0)
-    view = TimingView()
+    view = TimingView(retain_ended=True)
     fold_into(view, events)
 
     summary = view.get(events[0].job_id).summary()  # type: ignore[union-attr]
@@ -79,7 +79,7 @@ def test_timing_splits_a_job_into_its_phases_and_overhead() -> None:
 
 def test_timing_of_a_job_still_queued_has_no_totals_yet() -> None:
     events = history(priority=1, steps=0, run_seconds=0)[:2]
-    view = TimingView()
+    view = TimingView(retain_ended=True)
     fold_into(view, events)
     summary = view.get(events[0].job_id).summary()  # type: ignore[union-attr]
     assert summary["total"] is None and summary["overhead_pct"] is None

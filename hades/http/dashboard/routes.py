@@ -32,10 +32,9 @@ from hades.http.dashboard.feed import EMPTY_JOB, stream_frames
 from hades.http.dashboard.session import COOKIE, InvalidSession, check_password, client_address, verify_session
 from hades.http.dashboard.summaries import job_detail, job_summary, metrics, recent_jobs, unknown_job
 from hades.http.deliveries import delivery_rows
-from hades.http.jobs import is_job_id
+from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
 from hades.http.views import event_row, parse_moment
-from hades.projections.views import ReadModels
 
 STATIC = Path(__file__).parent / "static"
 MAX_JOBS = 500
@@ -166,17 +165,16 @@ def list_jobs(
 async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None) -> Any:
     """The redacted detail; with ``?at=<ISO time>`` the job as it was then, folded from its history."""
     dashboard, services = _dashboard(request), _services(request)
-    views, now = services.views, services.clock.now()
+    moment = None
     if at is not None:
         moment = parse_moment(at)
         if moment is None:
             raise DashboardError(status_code=400, detail=f"invalid at: {at!r} is not an ISO 8601 time with a zone")
-        history = await services.store.history(job_id) if is_job_id(job_id) else []
-        views, now = ReadModels.folded([r for r in history if r.event.at <= moment]), moment
-    state = views.jobs.get(job_id)
-    if state is None:
+    found = await whole_job(services, job_id, moment)
+    if found is None:
         return unknown_job(job_id)
-    return job_detail(state, views.timing.get(job_id), now, dashboard.config.redactor)
+    state, timing = found
+    return job_detail(state, timing, moment or services.clock.now(), dashboard.config.redactor)
 
 
 @get("/api/jobs/{job_id:str}/events", guards=[session_guard])

@@ -16,6 +16,7 @@ from hades.core.redact import Redactor
 from hades.core.spec import Step
 from hades.core.state import StepStatus
 from hades.http.views import iso
+from hades.projections.jobs import JobRecord
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
 
@@ -23,26 +24,26 @@ ZERO_TIME = "0001-01-01T00:00:00Z"
 STALE_UNFINISHED = timedelta(hours=24)
 
 
-def updated_at(job: JobState) -> datetime:
+def updated_at(job: JobRecord) -> datetime:
     """When the job last changed state: finished, else started, else queued, else submitted."""
     return job.finished_at or job.started_at or job.queued_at or job.submitted_at
 
 
-def _millis(job: JobState, now: datetime) -> int | None:
+def _millis(job: JobRecord, now: datetime) -> int | None:
     if job.started_at is None:
         return None
     return int(((job.finished_at or now) - job.started_at).total_seconds() * 1000)
 
 
-def job_summary(job: JobState, now: datetime, redactor: Redactor) -> dict[str, Any]:
+def job_summary(job: JobRecord, now: datetime, redactor: Redactor) -> dict[str, Any]:
     """JobSummary: id, name, priority, status, reason, stepCount, times, durationMs, attempt, updatedAt."""
     fields: dict[str, Any] = {
         "id": job.job_id,
-        "name": job.spec.name,
+        "name": job.name,
         "priority": job.priority.value,
         "status": job.status.value,
         "reason": redactor.text(job.reason) if job.reason else None,
-        "stepCount": len(job.spec.steps),
+        "stepCount": job.step_count,
         "queuedAt": iso(job.submitted_at),  # the Go tracker's "first Queued" is the enqueue, i.e. the submission
         "startedAt": iso(job.started_at),
         "finishedAt": iso(job.finished_at),
@@ -107,8 +108,8 @@ def _step(step: Step, state: StepState | None, redactor: Redactor) -> dict[str, 
 
 
 def recent_jobs(
-    jobs: Iterable[JobState], now: datetime, retention: timedelta, status: str | None, limit: int
-) -> tuple[list[JobState], int]:
+    jobs: Iterable[JobRecord], now: datetime, retention: timedelta, status: str | None, limit: int
+) -> tuple[list[JobRecord], int]:
     """Newest first, at most ``limit``, and how many matched.
 
     Ended jobs are listed for ``retention`` after they ended (``DASHBOARD_JOB_RETENTION``). Unfinished ones are
