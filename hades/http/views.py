@@ -14,7 +14,10 @@ def iso(moment: datetime | None) -> str | None:
     """``2026-12-02T17:00:00.123456Z``, or None."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    offset = moment.utcoffset()
+    if offset is None or offset:  # events are stored in UTC: converting is rarely needed, and it is the slow part
+        moment = moment.astimezone(UTC)
+    return moment.isoformat()[:-6] + "Z"
 
 
 def parse_moment(text: str) -> datetime | None:
