@@ -96,10 +96,11 @@ def evolve(state: JobState | None, event: Event) -> JobState:
         )
     if state is None:
         raise InvalidTransition(f"job {event.job_id}: {event.type} before submitted")
-    return replace(_evolve_existing(state, event), events=state.events + 1)
+    return _evolve_existing(state, event, state.events + 1)
 
 
-def _evolve_existing(state: JobState, event: Event) -> JobState:
+def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:
+    """The next state, its event count ``n`` set in the same copy (the fold copies the state once an event)."""
     match event:
         case JobSubmitted():
             raise InvalidTransition(f"job {event.job_id} was submitted twice")
@@ -114,6 +115,7 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
                 reason=event.reason,
                 started_at=None,
                 steps=(),
+                events=n,
             )
         case JobStarted():
             steps = tuple(StepState(index=i, step_id=s.id) for i, s in enumerate(state.spec.steps))
@@ -124,15 +126,17 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
                 executor_id=event.executor_id,
                 steps=steps,
                 reason=None,
+                events=n,
             )
         case JobPrepared():
-            return state
+            return replace(state, events=n)
         case StepStarted():
-            return _with_step(state, event.step_index, status=StepStatus.RUNNING, started_at=event.at)
+            return _with_step(state, n, event.step_index, status=StepStatus.RUNNING, started_at=event.at)
         case StepFinished():
             status = StepStatus.SUCCEEDED if event.outcome is StepOutcome.SUCCEEDED else StepStatus.FAILED
             return _with_step(
                 state,
+                n,
                 event.step_index,
                 status=status,
                 exit_code=event.exit_code,
@@ -141,11 +145,11 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
                 last_log_seq=event.last_log_seq,
             )
         case JobCancelRequested():
-            return replace(state, cancel_requested_by=event.by)
+            return replace(state, cancel_requested_by=event.by, events=n)
         case JobSucceeded() | JobFailed() | JobStopped():
-            return _ended(state, event)
+            return _ended(state, event, n)
         case LogsForwarded() | LogsForwardFailed() | WebhookDelivered() | WebhookFailed():
-            return evolve_delivery(state, event)
+            return replace(evolve_delivery(state, event), events=n)
         case _:
             assert_never(event)
 
@@ -153,7 +157,7 @@ def _evolve_existing(state: JobState, event: Event) -> JobState:
 _ENDS = {"succeeded": Status.SUCCEEDED, "failed": Status.FAILED, "stopped": Status.STOPPED}
 
 
-def _ended(state: JobState, event: JobSucceeded | JobFailed | JobStopped) -> JobState:
+def _ended(state: JobState, event: JobSucceeded | JobFailed | JobStopped, n: int) -> JobState:
     """The job's end; a step still running then (killed by the timeout or a cancel) ended with it."""
     steps = tuple(
         replace(step, status=StepStatus.FAILED, reason=event.reason, finished_at=event.at)
@@ -161,15 +165,15 @@ def _ended(state: JobState, event: JobSucceeded | JobFailed | JobStopped) -> Job
         else step
         for step in state.steps
     )
-    return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason, steps=steps)
+    return replace(state, status=_ENDS[event.type], finished_at=event.at, reason=event.reason, steps=steps, events=n)
 
 
-def _with_step(state: JobState, index: int, **changes: object) -> JobState:
+def _with_step(state: JobState, n: int, index: int, **changes: object) -> JobState:
     if not 0 <= index < len(state.steps):
         raise InvalidTransition(f"job {state.job_id} has no step index {index}")
     steps = list(state.steps)
     steps[index] = replace(steps[index], **changes)
-    return replace(state, steps=tuple(steps))
+    return replace(state, steps=tuple(steps), events=n)
 
 
 def fold(events: list[Event]) -> JobState | None:
