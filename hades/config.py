@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     snapshot_seconds: float = Field(default=300.0, ge=0, validation_alias="HADES_SNAPSHOT_SECONDS")
     publish_timeout: float = Field(default=5.0, validation_alias="HADES_PUBLISH_TIMEOUT")
 
+    # observability
+    metrics_port: int = Field(default=9090, ge=0, validation_alias="METRICS_PORT", description="0 = no /metrics")
+    otel_endpoint: str | None = Field(default=None, validation_alias="OTEL_EXPORTER_OTLP_ENDPOINT")
+    otel_traces_endpoint: str | None = Field(default=None, validation_alias="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
     # API
     api_host: str = Field(default="0.0.0.0", validation_alias="API_HOST")
     api_port: int = Field(default=8080, validation_alias="API_PORT")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import uvicorn
 from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client
+from prometheus_client import CollectorRegistry
 
 from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
@@ -37,10 +38,13 @@ from hades.http.dashboard.config import DashboardConfig
 from hades.http.dashboard.dashboard import Dashboard
 from hades.http.dashboard.feed import JobFeed
 from hades.http.services import ApiServices
+from hades.metrics import MetricsServer, ProcessMetrics
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
 from hades.projections.snapshot import restore, take
 from hades.projections.views import ReadModels
+from hades.timing_log import TimingLog
+from hades.tracing import TRACING_OFF, Tracing, setup_tracing
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
@@ -70,6 +74,12 @@ class Roles:
         """The roles on, for the log."""
         return ", ".join(name for name, on in vars(self).items() if on)
 
+    def service(self) -> str:
+        """The tracing service name: ``hades-<role>``, ``hades-up`` for every role in one process."""
+        if self == Roles.all():
+            return "hades-up"
+        return "hades-" + "-".join(name for name, on in vars(self).items() if on)
+
 
 class _ApiServer(uvicorn.Server):
     """uvicorn without its own signal handling: the process's supervisor decides when to stop."""
@@ -79,44 +89,59 @@ class _ApiServer(uvicorn.Server):
         yield
 
 
-async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.Event | None = None) -> None:
-    """Run the roles until SIGINT/SIGTERM (or ``stop`` is set), then stop them in order."""
+async def serve(
+    settings: Settings,
+    roles: Roles,
+    nats_url: str,
+    stop: asyncio.Event | None = None,
+    tracing: Tracing | None = None,
+) -> None:
+    """Run the roles until SIGINT/SIGTERM (or ``stop`` is set), then stop them in order.
+
+    ``tracing`` replaces what the settings ask for (tests hand in an in-memory exporter); the caller then owns it.
+    """
     stop = stop or _stop_on_signals()
     dashboard_config = DashboardConfig.from_settings(settings) if roles.api else None  # a bad setting fails here
     nc = await connect(nats_url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
     await verify(nc.jetstream(), load_topology(settings.streams_file))
-    store = NatsEventStore(nc, settings.publish_timeout)
+    metrics = ProcessMetrics()  # this process's own families, on the API's /metrics or on METRICS_PORT
+    store = NatsEventStore(nc, settings.publish_timeout, metrics.append_seconds)
     clock = SystemClock()
     tasks: list[asyncio.Task[None]] = []
     stack = contextlib.AsyncExitStack()
+    tracing = tracing or _tracing(settings, roles, stack)
     worker: ExecutorWorker | None = None
     executing: asyncio.Task[None] | None = None
     try:
         if roles.api or roles.scheduler or roles.logmanager:
+            live_from = await store.stream_last_seq()  # the scheduler logs the timing of jobs that end after this
             views, projections = await _read_models(settings, nc, store, tasks)
         if roles.scheduler or roles.notifier:
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
             broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
             if roles.scheduler:
+                projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
                 watchdog = _watchdog(settings, nc, store, clock, views.jobs)
                 tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
-                broker.include_router(scheduler_router(store, clock))
+                broker.include_router(scheduler_router(store, clock, tracing.tracer))
             if roles.notifier:
                 broker.include_router(_notifier(settings, nc, store, clock, stack))
                 broker.include_router(webhook_router(_webhooks(settings, store, clock, stack)))
             await broker.start()
             stack.push_async_callback(broker.stop)  # LIFO: the broker stops before the HTTP client closes
         if roles.executor:
-            worker = await _executor(settings, nc, store, clock, stack)
+            worker = await _executor(settings, nc, store, clock, stack, tracing, metrics)
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
         if roles.api:
             webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
             dashboard = _dashboard(dashboard_config, views, projections, clock)
-            tasks.append(_api(settings, nc, store, clock, views, projections, webhooks=webhooks, dashboard=dashboard))
+            api = _api(settings, nc, store, clock, views, projections, webhooks, dashboard, tracing, metrics.registry)
+            tasks.append(api)
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
+        _serve_metrics(settings, roles, metrics, stack)
         log.info(
             "hades is up: %s",
             ", ".join(r for r in ("api", "scheduler", "executor", "notifier", "logmanager") if getattr(roles, r)),
@@ -132,12 +157,30 @@ async def serve(settings: Settings, roles: Roles, nats_url: str, stop: asyncio.E
         await nc.close()
 
 
+def _tracing(settings: Settings, roles: Roles, stack: contextlib.AsyncExitStack) -> Tracing:
+    """Tracing as the settings ask, flushed when the process stops (last, after the roles)."""
+    tracing = setup_tracing(settings, roles.service())
+    stack.push_async_callback(tracing.shutdown)
+    return tracing
+
+
+def _serve_metrics(settings: Settings, roles: Roles, metrics: ProcessMetrics, stack: contextlib.AsyncExitStack) -> None:
+    """``/metrics`` on METRICS_PORT for a process without the API (whose own ``/metrics`` includes these)."""
+    if roles.api or not settings.metrics_port:
+        return
+    server = MetricsServer.start(metrics.registry, settings.api_host, settings.metrics_port)
+    if server is not None:
+        stack.callback(server.stop)
+
+
 async def _executor(
     settings: Settings,
     nc: Client,
     store: NatsEventStore,
     clock: SystemClock,
     stack: contextlib.AsyncExitStack,
+    tracing: Tracing,
+    metrics: ProcessMetrics,
 ) -> ExecutorWorker:
     engine: Executor
     if settings.executor == "process":
@@ -146,7 +189,7 @@ async def _executor(
         engine = await _docker(settings, stack)
     logs = NatsLogStore(nc)
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    runner = AttemptRunner(engine, logs.writer, settings.executor_id, store.watch, limits)
+    runner = AttemptRunner(engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics)
     options = ExecutorOptions(
         executor_id=settings.executor_id,
         concurrency=settings.concurrency,
@@ -154,7 +197,7 @@ async def _executor(
         sweep_interval=settings.sweep_seconds,
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
-    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap)
+    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics)
 
 
 async def _read_models(
@@ -271,9 +314,11 @@ def _api(
     clock: SystemClock,
     views: ReadModels,
     projections: ProjectionRunner,
-    log_manager: bool = False,
     webhooks: WebhookSender | None = None,
     dashboard: Dashboard | None = None,
+    tracing: Tracing = TRACING_OFF,
+    registry: CollectorRegistry | None = None,
+    log_manager: bool = False,
 ) -> asyncio.Task[None]:
     services = ApiServices(
         store=store,
@@ -283,6 +328,8 @@ def _api(
         clock=clock,
         auth_key=settings.auth_key,
         webhooks=webhooks,
+        tracer=tracing.tracer,
+        registry=registry,
     )
     config = uvicorn.Config(
         create_app(services, LOG_MANAGER_ROUTES if log_manager else None, dashboard),

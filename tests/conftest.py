@@ -26,6 +26,7 @@ from hades.adapters.nats.server import EmbeddedNats, start_nats
 from hades.adapters.nats.topology import apply, load_topology
 from hades.config import Settings
 from hades.runtime import Roles, serve
+from hades.tracing import Tracing
 from tests.support.docker_env import BUSYBOX_TAG, SEED_TAGS, ensure_test_images, require_docker
 
 
@@ -135,11 +136,12 @@ async def start_hades(nats_url: str) -> AsyncIterator[StartHades]:
     """Start Hades roles in-process against the session NATS; everything started is stopped at the end."""
     running: list[RunningHades] = []
 
-    async def start(roles: Roles | None = None, **env: Any) -> RunningHades:
+    async def start(roles: Roles | None = None, tracing: Tracing | None = None, **env: Any) -> RunningHades:
         port = free_port()
-        settings = Settings(**{"API_PORT": port, "API_HOST": "127.0.0.1", "DOCKER_PULL_POLICY": "never", **env})
+        defaults = {"API_PORT": port, "API_HOST": "127.0.0.1", "DOCKER_PULL_POLICY": "never", "METRICS_PORT": 0}
+        settings = Settings(**{**defaults, **env})
         stop = asyncio.Event()
-        task = asyncio.create_task(serve(settings, roles or Roles.all(), nats_url, stop))
+        task = asyncio.create_task(serve(settings, roles or Roles.all(), nats_url, stop, tracing))
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10)
 
         async def api_up() -> bool:
@@ -197,7 +199,8 @@ def spawn_role(nats_url: str) -> Iterator[SpawnRole]:
     def spawn(role: str = "executor", **env: str) -> RoleProcess:
         executor_id = env.pop("HADES_EXECUTOR_ID", f"proc-{uuid.uuid4().hex[:8]}")
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("HADES_", "API_", "AUTH_"))}
-        environment.update(NATS_URL=nats_url, HADES_EXECUTOR_ID=executor_id, DOCKER_PULL_POLICY="never", **env)
+        environment.update(NATS_URL=nats_url, HADES_EXECUTOR_ID=executor_id, DOCKER_PULL_POLICY="never")
+        environment.update({"METRICS_PORT": "0", **env})  # a role's own /metrics only where a test asks for it
         process = subprocess.Popen([sys.executable, "-m", "hades.cli", role], env=environment)
         role_process = RoleProcess(process, executor_id)
         started.append(role_process)

@@ -14,11 +14,13 @@ from hades.core.logs import Log, OutputStream
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """An event as stored: its stream sequence and the id it was appended under."""
+    """An event as stored: its stream sequence, the id it was appended under, and the W3C ``traceparent`` of the
+    span that appended it (None when tracing was off)."""
 
     seq: int
     event: Event
     msg_id: str | None = None
+    trace: str | None = None
 
 
 class EventStore(Protocol):

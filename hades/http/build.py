@@ -9,12 +9,14 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.datastructures import State
 from litestar.enums import MediaType
+from opentelemetry.trace import StatusCode
 
 from hades.core.errors import EventTooLarge, HadesError, SpecError
 from hades.core.lifecycle import SubmitJob, decide
 from hades.core.spec import parse_job_request
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.services import ApiServices
+from hades.tracing import parent_context
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +36,17 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     job_id = str(uuid.uuid4())
     by = USER if services.auth_key else None
     events = decide(None, SubmitJob(job_id=job_id, spec=spec, submitted_by=by), services.clock.now())
-    try:
-        seq = await services.store.append(job_id, events, 0)
-    except EventTooLarge as error:
-        return _text(413, str(error))
-    except HadesError as error:
-        log.error("could not enqueue job %s: %s", job_id, error)
-        return _text(500, "Failed to enqueue job")
+    # The job's trace starts here; the ``submitted`` event carries it to the scheduler.
+    with services.tracer.start_as_current_span("hades.submit", parent_context(None)) as span:
+        span.set_attribute("hades.job_id", job_id)
+        try:
+            seq = await services.store.append(job_id, events, 0)
+        except EventTooLarge as error:
+            return _text(413, str(error))
+        except HadesError as error:
+            log.error("could not enqueue job %s: %s", job_id, error)
+            span.set_status(StatusCode.ERROR, str(error))
+            return _text(500, "Failed to enqueue job")
     if not await services.projections.wait_for(seq):
         log.warning("job %s was enqueued but the API's views lag behind the log", job_id)
     return Response(content={"message": "Successfully enqueued job", "job_id": job_id}, status_code=200)

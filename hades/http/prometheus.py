@@ -3,7 +3,8 @@
 Families: ``hades_jobs_total{status}`` (jobs that reached each terminal status), ``hades_jobs{status}`` (jobs now
 in each status), ``hades_queue_depth{priority}``, and histograms ``hades_phase_seconds{phase}``,
 ``hades_job_overhead_seconds`` and ``hades_job_duration_seconds`` of finished jobs. Label values come from fixed
-sets (statuses, priorities, phase names), so the series count stays bounded.
+sets (statuses, priorities, phase names), so the series count stays bounded. The process's own families
+(``hades.metrics``: append latency, executor slots and attempts) follow them.
 """
 
 from __future__ import annotations
@@ -70,4 +71,6 @@ def metrics(request: Request[Any, Any, State]) -> Response[bytes]:
     services: ApiServices = request.app.state.services
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ReadModelCollector(services.views))
+    if services.registry is not None:
+        registry.register(services.registry)
     return Response(content=generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from opentelemetry import trace
+from prometheus_client import CollectorRegistry
 
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.projections.jobs import JobsView
@@ -22,6 +25,8 @@ class ApiServices:
     clock: Clock
     auth_key: str = ""
     webhooks: WebhookSender | None = None  # for manual redeliveries; None where the API is not to send any
+    tracer: trace.Tracer = field(default_factory=trace.NoOpTracer)
+    registry: CollectorRegistry | None = None  # the process's own metrics, rendered on /metrics with the views'
 
     @property
     def jobs(self) -> JobsView:

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from hades.adapters.nats.log_store import StepLogWriter
 from hades.core.errors import InvalidTransition
@@ -29,7 +34,9 @@ from hades.core.lifecycle import (
     cancel_reason,
 )
 from hades.core.logs import LogBudget
-from hades.core.ports import ExecutionError, Executor
+from hades.core.ports import ExecutionError, Executor, StepResult
+from hades.metrics import ProcessMetrics
+from hades.tracing import parent_context
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
@@ -52,21 +59,59 @@ class AttemptRunner:
         executor_id: str,
         watch: JobWatcher,
         log_limits: LogBudget | None = None,
+        tracer: trace.Tracer | None = None,
+        metrics: ProcessMetrics | None = None,
     ) -> None:
         self._limits = log_limits or LogBudget()
         self._executor = executor
         self._writers = writers
         self._executor_id = executor_id
         self._watch = watch
+        self._tracer = tracer or trace.NoOpTracer()
+        self._metrics = metrics
 
-    async def run(self, job: JobHandle, attempt: int) -> bool:
-        """Run the attempt; False when it was no longer ours to run (someone else took or ended it)."""
+    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None) -> bool:
+        """Run the attempt; False when it was no longer ours to run (someone else took or ended it).
+
+        ``traceparent`` is the queued event's: the attempt's span (and its steps') continue the job's trace.
+        """
         assert job.state is not None
         job_id = job.state.job_id
+        began = time.time_ns()
         try:
             await job.run(job_id, StartAttempt(attempt=attempt, executor_id=self._executor_id))
         except InvalidTransition:
-            return False
+            return False  # no span: the attempt was never ours
+        attributes: dict[str, AttributeValue] = {
+            "hades.job_id": job_id,
+            "hades.attempt": attempt,
+            "hades.executor_id": self._executor_id,
+        }
+        span = self._tracer.start_span(
+            "hades.attempt", parent_context(traceparent), attributes=attributes, start_time=began
+        )
+        if self._metrics is not None:
+            self._metrics.attempts_started.inc()
+        try:
+            with trace.use_span(span):
+                await self._run_started(job, job_id, attempt)
+        finally:
+            self._ended(job, span)
+        return True
+
+    def _ended(self, job: JobHandle, span: Span) -> None:
+        """Record how the attempt left the job on its span and in the counters."""
+        state = job.state
+        status = state.status.value if state is not None else "unknown"
+        span.set_attribute("hades.status", status)
+        if state is not None and state.status is Status.FAILED:
+            span.set_status(StatusCode.ERROR, state.reason)
+        span.end()
+        if self._metrics is not None:
+            self._metrics.attempts_finished.labels(status).inc()
+
+    async def _run_started(self, job: JobHandle, job_id: str, attempt: int) -> None:
+        assert job.state is not None
         started = job.state  # the attempt as it began: what cleanup removes, whatever the job does next
         work = asyncio.create_task(self._work(job, job_id, attempt), name=f"attempt-{job_id}-{attempt}")
 
@@ -94,7 +139,6 @@ class AttemptRunner:
                 check.cancel()
             await asyncio.shield(unwatch())
             await asyncio.shield(self._cleanup(started))
-        return True
 
     @staticmethod
     async def _check(job: JobHandle, job_id: str, attempt: int, work: asyncio.Task[None]) -> None:
@@ -127,7 +171,22 @@ class AttemptRunner:
         budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
         phases = await self._executor.prepare(job.state)
         await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
-        for index, step in enumerate(job.state.spec.steps):
+        for index in range(len(job.state.spec.steps)):
+            await self._step(job, job_id, attempt, index, budget)
+            if job.state.status is not Status.RUNNING:
+                return
+
+    async def _step(self, job: JobHandle, job_id: str, attempt: int, index: int, budget: LogBudget) -> None:
+        """Run one step, from ``step_started`` to ``step_finished``, in its own span."""
+        assert job.state is not None
+        step = job.state.spec.steps[index]
+        attributes: dict[str, AttributeValue] = {
+            "hades.job_id": job_id,
+            "hades.step.index": index,
+            "hades.step.id": step.id,
+            "hades.step.image": step.image,
+        }
+        with self._tracer.start_as_current_span("hades.step", attributes=attributes) as span:
             await job.run(job_id, StartStep(attempt=attempt, step_index=index))
             writer = self._writers(job_id, step.id, budget)
             try:
@@ -145,8 +204,7 @@ class AttemptRunner:
                     phases=result.phases,
                 ),
             )
-            if job.state.status is not Status.RUNNING:
-                return
+            _record_step(span, result)
 
     async def _interrupted(self, job: JobHandle, job_id: str, attempt: int) -> None:
         """The job's own events stopped the work: stop it if cancelled, let go if it moved to another attempt."""
@@ -171,3 +229,11 @@ class AttemptRunner:
             await self._executor.cleanup(attempt)
         except Exception:
             log.exception("cleanup of job %s failed; the periodic sweep will retry", attempt.job_id)
+
+
+def _record_step(span: Span, result: StepResult) -> None:
+    """The step's exit code on its span, and an error status when it did not exit 0."""
+    if result.exit_code is not None:
+        span.set_attribute("hades.step.exit_code", result.exit_code)
+    if result.error is not None or result.exit_code != 0:
+        span.set_status(StatusCode.ERROR, result.error or f"exited with status {result.exit_code}")

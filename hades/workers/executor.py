@@ -31,6 +31,8 @@ from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
 from hades.core.ports import Clock, EventStore, Executor
 from hades.core.spec import Priority
+from hades.metrics import ProcessMetrics
+from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
 
@@ -71,6 +73,7 @@ class ExecutorWorker:
         options: ExecutorOptions,
         heartbeats: Heartbeats,
         cap: SlotLeases | None = None,
+        metrics: ProcessMetrics | None = None,
     ) -> None:
         self._nc = nc
         self._store = store
@@ -87,6 +90,8 @@ class ExecutorWorker:
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._started_at = clock.now()
         self._keep_every = 10.0
+        if metrics is not None:
+            metrics.executor_slots(options.concurrency, lambda: len(self._running))
 
     async def run(self) -> None:
         """Take work until cancelled (or drained); running attempts are then handed back to the queue."""
@@ -238,7 +243,7 @@ class ExecutorWorker:
         try:
             job = await JobHandle.load(self._store, self._clock, event.job_id)
             if _queued_for(job, event):
-                await self._runner.run(job, event.attempt)
+                await self._runner.run(job, event.attempt, (msg.headers or {}).get(TRACEPARENT))
             else:
                 log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
             await msg.ack()

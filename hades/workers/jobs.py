@@ -24,18 +24,22 @@ class JobHandle:
     clock: Clock
     state: JobState | None
     seq: int
+    trace: str | None = None  # the traceparent of the job's newest event as loaded
 
     @classmethod
     async def load(cls, store: EventStore, clock: Clock, job_id: str) -> JobHandle:
         """Fold the job's stored history."""
         history = await store.history(job_id)
         state = fold([r.event for r in history])
-        return cls(store=store, clock=clock, state=state, seq=history[-1].seq if history else 0)
+        last = history[-1] if history else None
+        return cls(
+            store=store, clock=clock, state=state, seq=last.seq if last else 0, trace=last.trace if last else None
+        )
 
     async def reload(self, job_id: str) -> None:
         """Re-read the job after someone else moved it."""
         fresh = await JobHandle.load(self.store, self.clock, job_id)
-        self.state, self.seq = fresh.state, fresh.seq
+        self.state, self.seq, self.trace = fresh.state, fresh.seq, fresh.trace
 
     async def run(self, job_id: str, command: Command) -> list[Event]:
         """Decide and append; re-decide on a conflict. Raises InvalidTransition when it no longer applies."""

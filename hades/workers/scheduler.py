@@ -12,12 +12,14 @@ import logging
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsRouter, PullSub
 from faststream.nats.annotations import NatsMessage
+from opentelemetry import trace
 
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
 from hades.core.lifecycle import QueueJob
 from hades.core.ports import Clock, EventStore
+from hades.tracing import TRACEPARENT, parent_context
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
@@ -34,9 +36,14 @@ async def queue_job(store: EventStore, clock: Clock, job_id: str) -> bool:
     return True
 
 
-def scheduler_router(store: EventStore, clock: Clock) -> NatsRouter:
-    """The scheduler's subscriptions, bound to the durable consumer ``scheduler`` from streams.yaml."""
+def scheduler_router(store: EventStore, clock: Clock, tracer: trace.Tracer | None = None) -> NatsRouter:
+    """The scheduler's subscriptions, bound to the durable consumer ``scheduler`` from streams.yaml.
+
+    Queueing runs in a ``hades.schedule`` span, a child of the submit's (the ``submitted`` event's traceparent),
+    so the ``queued`` event hands the job's trace on to the executor.
+    """
     router = NatsRouter()
+    tracer = tracer or trace.NoOpTracer()
 
     @router.subscriber(
         "hades.events.*.submitted",
@@ -47,6 +54,8 @@ def scheduler_router(store: EventStore, clock: Clock) -> NatsRouter:
     )
     async def on_submitted(msg: NatsMessage) -> None:
         event = decode_event(msg.body)
-        await queue_job(store, clock, event.job_id)
+        parent = parent_context(msg.headers.get(TRACEPARENT))
+        with tracer.start_as_current_span("hades.schedule", parent, attributes={"hades.job_id": event.job_id}) as span:
+            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id))
 
     return router

@@ -20,6 +20,7 @@ from hades.core.lifecycle import Command, FailJob, JobState, PromoteJob, Requeue
 from hades.core.ports import Clock, EventStore
 from hades.core.spec import Priority
 from hades.projections.jobs import JobsView
+from hades.tracing import continuing
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,8 @@ class Watchdog:
     async def _apply(self, job_id: str, command: Command) -> bool:
         job = await JobHandle.load(self._store, self._clock, job_id)
         try:
-            await job.run(job_id, command)
+            with continuing(job.trace):  # the next attempt stays in the job's trace
+                await job.run(job_id, command)
         except (InvalidTransition, ConcurrencyConflict) as why:
             log.debug("watchdog left job %s alone: %s", job_id, why)
             return False

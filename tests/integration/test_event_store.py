@@ -1,4 +1,5 @@
-"""The event store against a real nats-server: per-job concurrency, idempotent retries, history, replay."""
+"""The event store against a real nats-server: per-job concurrency, idempotent retries, history, replay, and the
+trace context carried in the events' headers."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 from nats.aio.client import Client
+from opentelemetry.sdk.trace import TracerProvider
 
 from hades.adapters.nats.event_store import NatsEventStore, event_subject
 from hades.adapters.nats.subjects import job_events
+from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import encode_event
 from hades.core.errors import ConcurrencyConflict
 from hades.core.events import JobQueued, JobStarted, JobSubmitted
@@ -139,3 +142,27 @@ async def test_a_retried_multi_event_append_is_recognised(event_store: NatsEvent
 
     assert await event_store.append(job, both, 0) == landed
     assert len(await event_store.history(job)) == 2
+
+
+async def test_an_append_inside_a_span_carries_its_traceparent_to_every_reader(
+    event_store: NatsEventStore, nc: Client
+) -> None:
+    tracer = TracerProvider().get_tracer("test")
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)  # no span: no header
+    with tracer.start_as_current_span("append") as span:
+        context = span.get_span_context()
+        last = await event_store.append(
+            job, [queued(job), JobStarted(job_id=job, at=NOW, attempt=1, executor_id="x")], seq
+        )
+    traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+    assert [r.trace for r in await event_store.history(job)] == [None, traceparent, traceparent]
+    replayed = []
+    async for recorded in event_store.replay(seq):
+        replayed.append(recorded.trace)
+        if recorded.seq == last:
+            break
+    assert replayed[0] is None and replayed[-2:] == [traceparent, traceparent]
+    raw = await nc.jetstream().get_msg(EVENTS_STREAM, seq=seq, direct=True)
+    assert "traceparent" not in (raw.headers or {})

@@ -4,6 +4,9 @@ Appends carry ``Nats-Expected-Last-Subject-Sequence`` scoped to ``hades.events.<
 job's events shares one sequence check) and a ``Nats-Msg-Id`` derived from the event, so a retried append is
 recognised. A stale retry is refused by the server as a conflict rather than deduplicated (stack-notes 4.15), so
 on a conflict we look at the job's newest event: if it carries our msg id, the append had landed.
+
+An append made while a trace span is current carries its ``traceparent`` header (tracing off: no span, no header),
+and every read hands it on as ``Recorded.trace``, so the next role's span continues the job's trace.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
@@ -21,6 +25,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
+from prometheus_client import Histogram
 
 from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
@@ -28,6 +33,7 @@ from hades.core.codec import decode_event, encode_event
 from hades.core.errors import ConcurrencyConflict, EventTooLarge, StoreUnavailable
 from hades.core.events import Event
 from hades.core.ports import Recorded
+from hades.tracing import TRACEPARENT, current_traceparent
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +69,11 @@ def message_id(event: Event) -> str:
 class NatsEventStore:
     """``EventStore`` on the ``HADES_EVENTS`` stream."""
 
-    def __init__(self, nc: Client, publish_timeout: float = 5.0) -> None:
+    def __init__(self, nc: Client, publish_timeout: float = 5.0, append_seconds: Histogram | None = None) -> None:
         self._nc = nc
         self._js = nc.jetstream(timeout=publish_timeout)
         self._timeout = publish_timeout
+        self._append_seconds = append_seconds  # labelled by the first event's type
 
     async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
         """Append all of ``events`` or none, after ``expected_seq``; returns the sequence of the last one.
@@ -76,9 +83,22 @@ class NatsEventStore:
         """
         if not events:
             return expected_seq
+        if self._append_seconds is None:
+            return await self._append(job_id, events, expected_seq)
+        started = time.perf_counter()
+        try:
+            return await self._append(job_id, events, expected_seq)
+        finally:
+            self._append_seconds.labels(events[0].type).observe(time.perf_counter() - started)
+
+    async def _append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
         bodies = [encode_event(event) for event in events]
         self._check_size(bodies)
         headers = [{_MSG_ID: message_id(event)} for event in events]
+        traceparent = current_traceparent()
+        if traceparent is not None:
+            for header in headers:
+                header[TRACEPARENT] = traceparent
         headers[0]["Nats-Expected-Last-Subject-Sequence"] = str(expected_seq)
         headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = job_events(job_id)
         try:
@@ -145,7 +165,14 @@ class NatsEventStore:
                 return recorded
             assert raw.seq is not None and raw.data is not None
             headers = raw.headers or {}
-            recorded.append(Recorded(seq=raw.seq, event=decode_event(raw.data), msg_id=headers.get(_MSG_ID)))
+            recorded.append(
+                Recorded(
+                    seq=raw.seq,
+                    event=decode_event(raw.data),
+                    msg_id=headers.get(_MSG_ID),
+                    trace=headers.get(TRACEPARENT),
+                )
+            )
             seq = raw.seq + 1
 
     async def replay(self, from_seq: int = 1) -> AsyncGenerator[Recorded, None]:
@@ -177,10 +204,12 @@ class NatsEventStore:
                     msg = buffer.popleft()
                     if len(buffer) < _REPLAY_BUFFER // 2:
                         drained.set()
+                    headers = msg.headers or {}
                     yield Recorded(
-                        seq=msg.metadata.sequence.stream,
+                        seq=_stream_seq(msg),
                         event=decode_event(msg.data),
-                        msg_id=(msg.headers or {}).get(_MSG_ID),
+                        msg_id=headers.get(_MSG_ID),
+                        trace=headers.get(TRACEPARENT),
                     )
         finally:
             with contextlib.suppress(NatsError):
@@ -205,3 +234,19 @@ class NatsEventStore:
         """The newest sequence in the whole event stream (0 when empty)."""
         info = await self._js.stream_info(EVENTS_STREAM)
         return int(info.state.last_seq)
+
+
+def _stream_seq(msg: Msg) -> int:
+    """The message's stream sequence, read straight off its ack subject (``$JS.ACK.<stream>.<consumer>.<delivered>.
+    <stream seq>...``, or the longer form with a domain and account hash): ``msg.metadata`` builds a whole object,
+    timestamp included, which costs more than folding the event does."""
+    tokens = msg.reply.split(".") if msg.reply else []
+    if len(tokens) == _V1_ACK_TOKENS and tokens[0] == "$JS":
+        return int(tokens[5])
+    if len(tokens) >= _V2_ACK_TOKENS and tokens[0] == "$JS":
+        return int(tokens[7])
+    return int(msg.metadata.sequence.stream)
+
+
+_V1_ACK_TOKENS = 9
+_V2_ACK_TOKENS = 11
