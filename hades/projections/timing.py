@@ -2,8 +2,10 @@
 
 Phases of a job (seconds): ``scheduling`` (submitted → first queued), ``queue_wait`` (queued → started, for the
 attempt that finished), ``volume`` and ``images`` (preparing the attempt), and for each step ``create``,
-``start``, ``run``, ``logs`` (draining its output) and ``teardown``. ``run`` is the user's container executing;
-everything else is overhead, and ``overhead_pct`` is its share of submitted → finished.
+``start``, ``run``, ``logs`` (draining its output) and ``teardown`` (removing the step's container where that
+holds the job up: older histories have it; the Docker executor now removes containers after reporting the step,
+off the job's path). ``run`` is the user's container executing; everything else is overhead, and ``overhead_pct``
+is its share of submitted → finished.
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ class DockerExecutor:
         self._pull_policy = pull_policy
         self._docker_host = docker_host
         self._docker: aiodocker.Docker | None = None
+        self._removals: set[asyncio.Task[None]] = set()  # step containers being removed off the job's path
 
     @property
     def docker(self) -> aiodocker.Docker:
@@ -98,7 +99,9 @@ class DockerExecutor:
         await self._docker.version()
 
     async def close(self) -> None:
-        """Close the engine client."""
+        """Finish the removals under way, then close the engine client."""
+        if self._removals:
+            await asyncio.wait(self._removals, timeout=30)
         if self._docker is not None:
             await self._docker.close()
             self._docker = None
@@ -153,11 +156,23 @@ class DockerExecutor:
             await asyncio.shield(self._kill(container))
             raise
         finally:
-            with lap(phases, "teardown"):
-                await asyncio.shield(self._remove(container))
+            self._remove_later(container)
+
+    def _remove_later(self, container: DockerContainer) -> None:
+        """Remove a step's container without making the job wait for it.
+
+        Removal took ~47 ms a step here, on the job's path until the result was reported (``docker run --rm``
+        waits for it too). The next step or the job's end need not wait: containers are labelled, the attempt's
+        cleanup removes any still there before the volume, and the sweep catches what a crash left.
+        """
+        removal = asyncio.create_task(self._remove(container), name=f"remove-{container.id[:12]}")
+        self._removals.add(removal)
+        removal.add_done_callback(self._removals.discard)
 
     async def cleanup(self, job: JobState) -> None:
         """Remove the attempt's containers (only this executor's: another may run a later attempt), then its volume."""
+        if self._removals:  # let the step removals under way finish first: a volume in use cannot be deleted
+            await asyncio.wait(self._removals, timeout=30)
         mine = [f"{key}={value}" for key, value in labels(job, self._defaults.executor_id).items()]
         for container in await self.docker.containers.list(all=True, filters={"label": mine}):
             await self._remove(container)
