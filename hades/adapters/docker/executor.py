@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -41,8 +42,16 @@ T = TypeVar("T")
 _ENGINE_TROUBLE = (DockerError, aiohttp.ClientError, OSError)
 _AIODOCKER_UNREACHABLE = 900
 
-#: After a container exits, how long its log streams get to deliver what is left (the Go executor's drain).
+#: After a container exits, how long its log streams may go without delivering a line before they are given up
+#: (a stream that keeps delivering is followed to its end, however long the backlog: nothing is cut by a clock).
 LOG_DRAIN_SECONDS = 10.0
+
+
+@dataclass
+class _Progress:
+    """Lines the log pumps of one container have handed on so far."""
+
+    lines: int = 0
 
 
 @contextlib.contextmanager
@@ -214,15 +223,16 @@ class DockerExecutor:
                 await container.start()
         except DockerError as error:
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
+        progress = _Progress()
         pumps = [
-            asyncio.create_task(self._pump(container, "stdout", logs)),
-            asyncio.create_task(self._pump(container, "stderr", logs)),
+            asyncio.create_task(self._pump(container, "stdout", logs, progress)),
+            asyncio.create_task(self._pump(container, "stderr", logs, progress)),
         ]
         try:
             with lap(phases, "run"):
                 result = await container.wait()
-            with lap(phases, "logs"), contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*pumps), LOG_DRAIN_SECONDS)
+            with lap(phases, "logs"):
+                await self._drain(pumps, progress, logs)
         finally:
             for pump in pumps:
                 pump.cancel()
@@ -233,7 +243,32 @@ class DockerExecutor:
             )
         return StepResult(exit_code=code, phases=phases)
 
-    async def _pump(self, container: DockerContainer, stream: OutputStream, logs: StepLogs) -> None:
+    @staticmethod
+    async def _drain(pumps: list[asyncio.Task[None]], progress: _Progress, logs: StepLogs) -> None:
+        """Wait for the exited container's log streams to end (the engine ends them once it has sent everything).
+
+        A fast producer can leave a backlog of seconds behind it (a million lines took ~10 s to stream here), so
+        the streams are given up only when they stop delivering, and the log then says that output is missing.
+        """
+        seen = -1
+        while True:
+            _, pending = await asyncio.wait(pumps, timeout=LOG_DRAIN_SECONDS)
+            if not pending:
+                for pump in pumps:
+                    pump.result()  # an engine failure while streaming surfaces here
+                return
+            if progress.lines == seen:
+                notice = (
+                    f"[hades: the engine's log stream stalled for {LOG_DRAIN_SECONDS:.0f} s after the container "
+                    "exited; any later output is missing]"
+                )
+                await logs.write("stderr", datetime.now(UTC), notice)
+                return
+            seen = progress.lines
+
+    async def _pump(
+        self, container: DockerContainer, stream: OutputStream, logs: StepLogs, progress: _Progress
+    ) -> None:
         """Follow one output stream, split it into lines and hand each to the log writer."""
         buffer = ""
         flags = {"stdout": stream == "stdout", "stderr": stream == "stderr"}
@@ -242,6 +277,7 @@ class DockerExecutor:
             *lines, buffer = buffer.split("\n")
             for line in lines:
                 await self._emit(line, stream, logs)
+            progress.lines += len(lines)
         if buffer:
             await self._emit(buffer, stream, logs)
 

@@ -1,29 +1,34 @@
 """Job logs on the ``HADES_LOGS`` stream: batched writes per step, reads straight from the stream by subject.
 
-A step's lines go out in batches of at most 50 lines or 1 second, whichever comes first (the Go Hades's
-producer), each batch awaited so that the step knows the sequence of its last batch: ``step_finished`` records
-it, and "all of this step's logs are in" is then an exact check rather than a drain timeout.
+A step's lines go out in batches of at most 1,000 lines or 256 KiB, and at least once a second, so a quiet step
+still shows up live. Batches are published without waiting for each ack (a few in flight, in order on the one
+connection: a chatty step is not held to one round trip per batch), and every ack is awaited when the step closes,
+so the step knows the sequence of its last batch: ``step_finished`` records it, and "all of this step's logs are
+in" is then an exact check rather than a drain timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
 
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import Log, LogBudget, LogEntry, OutputStream
 
-BATCH_LINES = 50
+BATCH_LINES = 1000
+BATCH_BYTES = 256 * 1024
 BATCH_SECONDS = 1.0
+IN_FLIGHT = 16  # batches published but not yet acknowledged, before a writer waits for the oldest
 
 
 class StepLogWriter:
@@ -32,7 +37,9 @@ class StepLogWriter:
     def __init__(
         self, nc: Client, job_id: str, step_id: int, budget: LogBudget | None = None, publish_timeout: float = 5.0
     ) -> None:
-        self._js = nc.jetstream(timeout=publish_timeout)
+        self._js = nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
+        self._in_flight: deque[asyncio.Future[PubAck]] = deque()
+        self._pending_bytes = 0
         self._job_id = job_id
         self._step_id = step_id
         self._container_id = ""
@@ -57,7 +64,8 @@ class StepLogWriter:
             return
         self._pending.append(LogEntry(timestamp=timestamp, message=kept, output_stream=stream))
         self.lines += 1
-        if len(self._pending) >= BATCH_LINES:
+        self._pending_bytes += len(kept)
+        if len(self._pending) >= BATCH_LINES or self._pending_bytes >= BATCH_BYTES:
             await self.flush()
 
     async def flush(self) -> None:
@@ -65,7 +73,7 @@ class StepLogWriter:
         async with self._lock:
             if not self._pending:
                 return
-            batch, self._pending = self._pending, []
+            batch, self._pending, self._pending_bytes = self._pending, [], 0
             await self._publish(batch)
 
     async def close(self) -> int | None:
@@ -80,6 +88,8 @@ class StepLogWriter:
             if notice is not None:
                 self._pending.append(LogEntry(timestamp=datetime.now(UTC), message=notice, output_stream="stderr"))
             await self.flush()
+        while self._in_flight:
+            await self._settle_oldest()
         return self.last_seq
 
     async def _tick(self) -> None:
@@ -89,7 +99,13 @@ class StepLogWriter:
 
     async def _publish(self, entries: list[LogEntry] | None) -> None:
         log = Log(job_id=self._job_id, container_id=self._container_id, step_id=self._step_id, logs=entries)
-        ack = await self._js.publish(job_logs(self._job_id), log.model_dump_json().encode())
+        if len(self._in_flight) >= IN_FLIGHT:
+            await self._settle_oldest()
+        self._in_flight.append(await self._js.publish_async(job_logs(self._job_id), log.model_dump_json().encode()))
+
+    async def _settle_oldest(self) -> None:
+        """Wait for the oldest batch's ack (raising if it was refused or timed out)."""
+        ack = await self._in_flight.popleft()
         self.last_seq = int(ack.seq)
 
 
