@@ -31,5 +31,9 @@ fmt: install  ## format and auto-fix
 	$(BIN)/ruff format hades tests bench
 	$(BIN)/ruff check --fix hades tests bench
 
+.PHONY: bench
+bench: install  ## every benchmark with its same-run baseline (under 10 min on 2 cores): table on stdout and in bench/RESULTS.md
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
+
 clean:  ## remove the venv and local data
 	rm -rf $(VENV) .hades .pytest_cache .mypy_cache .ruff_cache
