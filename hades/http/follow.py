@@ -1,43 +1,81 @@
-"""Following a job's logs live: the backlog, then each batch as it is written, then the job's end."""
+"""Following a job's logs live: the backlog, then each batch as it is written, then the job's end.
+
+One generator serves both streams that do this (``/jobs/{id}/logs?follow=true`` and the dashboard's
+``/api/jobs/{id}/logs/stream``); each only dresses its items as its own frames.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 
 from litestar.response import ServerSentEventMessage
 
+from hades.core.logs import Log
 from hades.http.services import ApiServices
 
 KEEPALIVE_SECONDS = 15.0
 
 
-async def follow_logs(services: ApiServices, job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
-    """``log`` events until the job has ended and every batch it wrote was sent, then one ``end`` event.
+@dataclass(frozen=True)
+class Batch:
+    """A batch of the job's lines and its position in the log stream."""
+
+    seq: int
+    log: Log
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Nothing was written for a while: time for a keepalive comment."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The job has ended and every batch it wrote was handed on."""
+
+    status: str
+    reason: str | None
+
+
+async def log_items(
+    services: ApiServices, job_id: str, heartbeat: float
+) -> AsyncGenerator[Batch | Heartbeat | Ended, None]:
+    """The job's batches until it has ended and all were handed on, heartbeats while it is quiet, then its end.
 
     A job's batches are all in the stream before its terminal event is appended, so once the job has ended the
     newest batch at that moment is the last one: nothing is guessed with a drain timeout.
     """
     logs = services.logs
-    job = services.jobs.get(job_id)
-    if job is None:
-        yield ServerSentEventMessage(data=json.dumps({"error": f"job not found: {job_id}"}), event="error")
-        return
     sent, final_seq, idle = 0, None, 0.0
     async for item in logs.follow(job_id):
         if item is not None:
             sent, batch = item
-            yield ServerSentEventMessage(data=batch.model_dump_json(exclude={"step_id"}), event="log", id=sent)
+            yield Batch(seq=sent, log=batch)
             idle = 0.0
         else:
             idle += 1.0
-            if idle >= KEEPALIVE_SECONDS:
+            if idle >= heartbeat:
                 idle = 0.0
-                yield ServerSentEventMessage(comment="keepalive", data=None)
+                yield Heartbeat()
         job = services.jobs.get(job_id)
         if job is not None and job.status.is_terminal:
             final_seq = final_seq if final_seq is not None else await logs.last_seq(job_id)
             if sent >= final_seq:
-                end = {"status": job.status.value, "reason": job.reason}
-                yield ServerSentEventMessage(data=json.dumps(end), event="end")
+                yield Ended(status=job.status.value, reason=job.reason)
                 return
+
+
+async def follow_logs(services: ApiServices, job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """``log`` events until the job has ended and every batch it wrote was sent, then one ``end`` event."""
+    if services.jobs.get(job_id) is None:
+        yield ServerSentEventMessage(data=json.dumps({"error": f"job not found: {job_id}"}), event="error")
+        return
+    async for item in log_items(services, job_id, KEEPALIVE_SECONDS):
+        if isinstance(item, Batch):
+            yield ServerSentEventMessage(data=item.log.model_dump_json(exclude={"step_id"}), event="log", id=item.seq)
+        elif isinstance(item, Heartbeat):
+            yield ServerSentEventMessage(comment="keepalive", data=None)
+        else:
+            yield ServerSentEventMessage(data=json.dumps({"status": item.status, "reason": item.reason}), event="end")

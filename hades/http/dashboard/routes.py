@@ -32,6 +32,7 @@ from hades.http.dashboard.feed import EMPTY_JOB, stream_frames
 from hades.http.dashboard.session import COOKIE, InvalidSession, check_password, client_address, verify_session
 from hades.http.dashboard.summaries import job_detail, job_summary, metrics, recent_jobs, unknown_job
 from hades.http.deliveries import delivery_rows
+from hades.http.follow import Batch, Heartbeat, log_items
 from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
 from hades.http.views import event_row, parse_moment
@@ -247,26 +248,14 @@ async def _log_frames(
 
 
 async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> AsyncGenerator[ServerSentEventMessage, None]:
-    sent, final_seq, idle = 0, None, 0.0
-    async for item in services.logs.follow(job_id):
-        if item is not None:
-            sent, batch = item
-            frame = {"type": "log", "job": EMPTY_JOB, "log": batch.model_dump(mode="json", exclude={"step_id"})}
+    async for item in log_items(services, job_id, heartbeat):
+        if isinstance(item, Batch):
+            frame = {"type": "log", "job": EMPTY_JOB, "log": item.log.model_dump(mode="json", exclude={"step_id"})}
             yield ServerSentEventMessage(data=json.dumps(frame))
-            idle = 0.0
+        elif isinstance(item, Heartbeat):
+            yield ServerSentEventMessage(comment="ping", data=None)
         else:
-            idle += 1.0
-            if idle >= heartbeat:
-                idle = 0.0
-                yield ServerSentEventMessage(comment="ping", data=None)
-        state = services.jobs.get(job_id)
-        if state is not None and state.status.is_terminal:
-            # all of a job's batches are stored before its terminal event, so the newest one now is the last
-            final_seq = final_seq if final_seq is not None else await services.logs.last_seq(job_id)
-            if sent >= final_seq:
-                end = {"type": "end", "job": {"id": job_id, "status": state.status.value}}
-                yield ServerSentEventMessage(data=json.dumps(end))
-                return
+            yield ServerSentEventMessage(data=json.dumps({"type": "end", "job": {"id": job_id, "status": item.status}}))
 
 
 # --- metrics and the live feed --------------------------------------------------------------------------------
