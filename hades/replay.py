@@ -47,13 +47,14 @@ async def replay(
     events = 0
     began = time.perf_counter()
     if target > 0:
-        async with contextlib.aclosing(store.replay(1)) as events_in_order:
-            async for recorded in events_in_order:
-                if recorded.seq > target:
-                    break
-                if until_time is None or recorded.event.at <= until_time:
-                    views.apply(recorded)
-                    events += 1
-                if recorded.seq >= target:
+        async with contextlib.aclosing(store.replay_batches(1)) as batches:
+            async for batch in batches:
+                for recorded in batch:
+                    if recorded.seq > target:
+                        break
+                    if until_time is None or recorded.event.at <= until_time:
+                        views.apply(recorded)
+                        events += 1
+                if batch[-1].seq >= target:
                     break
     return ReplayReport(events=events, seconds=time.perf_counter() - began, last_seq=target, views=views)

@@ -206,7 +206,7 @@ async def _read_models(
     """The views, resumed from a snapshot when there is one, kept following the log (and snapshotted)."""
     snapshots = SnapshotStore(nc)
     views = await _resume(snapshots) if settings.snapshot_seconds else ReadModels()
-    projections = ProjectionRunner(store.replay, views.apply, start=views.jobs.last_seq)
+    projections = ProjectionRunner(store.replay_batches, views.apply, start=views.jobs.last_seq)
     tasks.append(asyncio.create_task(projections.run(views.jobs.last_seq + 1), name="projections"))
     if settings.snapshot_seconds:
         keeper = _keep_snapshots(snapshots, views, projections, settings.snapshot_seconds)

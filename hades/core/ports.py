@@ -37,8 +37,16 @@ class EventStore(Protocol):
         """The job's events, oldest first (empty for an unknown job)."""
         ...
 
+    async def submitted(self, job_id: str) -> Recorded | None:
+        """The job's first event (its ``submitted``, which carries the spec), or None for an unknown job."""
+        ...
+
     def replay(self, from_seq: int = 1) -> AsyncGenerator[Recorded, None]:
         """Every event from ``from_seq`` on, then live ones as they are appended."""
+        ...
+
+    def replay_batches(self, from_seq: int = 1) -> AsyncGenerator[list[Recorded], None]:
+        """The same, handed on in batches of whatever has arrived (the projections' fast path)."""
         ...
 
 

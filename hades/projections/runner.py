@@ -14,7 +14,8 @@ from hades.core.ports import Recorded
 
 log = logging.getLogger(__name__)
 
-Source = Callable[[int], AsyncGenerator[Recorded, None]]
+#: The log from a sequence on, in batches (the store's ``replay_batches``): one wake-up of the waiters per batch.
+Source = Callable[[int], AsyncGenerator[list[Recorded], None]]
 
 
 class ProjectionRunner:
@@ -38,16 +39,18 @@ class ProjectionRunner:
 
     async def run(self, from_seq: int = 1) -> None:
         """Replay, then follow until cancelled."""
-        async for recorded in self._source(from_seq):
-            self._apply(recorded)
-            for observer in self._observers:
-                try:
-                    observer(recorded)
-                except Exception:  # a broken feed must not stop the views
-                    log.exception("projection observer failed on event %d", recorded.seq)
-            async with self._advanced:
-                self._applied = recorded.seq
-                self._advanced.notify_all()
+        async for batch in self._source(from_seq):
+            for recorded in batch:
+                self._apply(recorded)
+                for observer in self._observers:
+                    try:
+                        observer(recorded)
+                    except Exception:  # a broken feed must not stop the views
+                        log.exception("projection observer failed on event %d", recorded.seq)
+            if batch:
+                async with self._advanced:
+                    self._applied = batch[-1].seq
+                    self._advanced.notify_all()
 
     async def wait_for(self, seq: int, timeout: float = 5.0) -> bool:
         """Wait until the views include ``seq``; False on timeout."""

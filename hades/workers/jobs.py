@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hades.core.errors import ConcurrencyConflict
 from hades.core.events import Event
 from hades.core.lifecycle import Command, JobState, decide, evolve, fold
-from hades.core.ports import Clock, EventStore
+from hades.core.ports import Clock, EventStore, Recorded
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,12 @@ class JobHandle:
     @classmethod
     async def load(cls, store: EventStore, clock: Clock, job_id: str) -> JobHandle:
         """Fold the job's stored history."""
-        history = await store.history(job_id)
+        return cls.known(store, clock, await store.history(job_id))
+
+    @classmethod
+    def known(cls, store: EventStore, clock: Clock, history: Sequence[Recorded]) -> JobHandle:
+        """The job as far as ``history`` goes (a prefix of it will do: a command decided on a stale view only
+        meets a conflict, and is then re-read and re-decided)."""
         state = fold([r.event for r in history])
         last = history[-1] if history else None
         return cls(

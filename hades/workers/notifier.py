@@ -22,22 +22,23 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, JStream, NatsRouter, PullSub
-from faststream.nats.annotations import NatsMessage
 
 from hades.adapters.http_delivery import DeliveryResult
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.backoff import backoff_delay
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
+from hades.core.events import JobSubmitted
 from hades.core.lifecycle import Command, JobState, RecordLogsDelivery
 from hades.core.logs import Log, coalesce
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.workers.jobs import JobHandle
+from hades.workers.message import NatsMessage
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,8 @@ class LogForwarder:
     async def forward(self, job_id: str, delivered: int) -> float | None:
         """Attempt the delivery (``delivered`` = the message's delivery count); the delay before the next
         attempt, or None when the message is done with (delivered, given up, or nothing to deliver)."""
+        if not await wants_a_delivery_to(self._store, job_id, "callback_url"):
+            return None
         job = await JobHandle.load(self._store, self._clock, job_id)
         state = job.state
         if state is None or not _wants_delivery(state):
@@ -120,6 +123,15 @@ class LogForwarder:
 
 def _wants_delivery(state: JobState) -> bool:
     return state.status.is_terminal and bool(state.spec.callback_url) and state.logs_delivery is None
+
+
+async def wants_a_delivery_to(
+    store: EventStore, job_id: str, url_field: Literal["callback_url", "status_callback_url"]
+) -> bool:
+    """Whether the job's spec names a URL in ``url_field``, read from its first event alone: most jobs have none,
+    and then their whole history need not be read (nor decoded) to learn that there is nothing to deliver."""
+    first = await store.submitted(job_id)
+    return first is not None and isinstance(first.event, JobSubmitted) and bool(getattr(first.event.spec, url_field))
 
 
 def _record(url: str, attempt: int, result: DeliveryResult, lines: int, final: bool) -> RecordLogsDelivery:

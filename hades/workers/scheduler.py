@@ -11,23 +11,30 @@ import logging
 
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsRouter, PullSub
-from faststream.nats.annotations import NatsMessage
 from opentelemetry import trace
 
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
+from hades.core.events import JobSubmitted
 from hades.core.lifecycle import QueueJob
-from hades.core.ports import Clock, EventStore
+from hades.core.ports import Clock, EventStore, Recorded
 from hades.tracing import TRACEPARENT, parent_context
 from hades.workers.jobs import JobHandle
+from hades.workers.message import NatsMessage
 
 log = logging.getLogger(__name__)
 
 
-async def queue_job(store: EventStore, clock: Clock, job_id: str) -> bool:
-    """Queue the job's first attempt; False when it was queued already."""
-    job = await JobHandle.load(store, clock, job_id)
+async def queue_job(store: EventStore, clock: Clock, job_id: str, submitted: Recorded | None = None) -> bool:
+    """Queue the job's first attempt; False when it was queued already.
+
+    ``submitted``, the job's first event as the consumer delivered it, spares reading the history: it is the
+    whole history unless the job moved on meanwhile, and then the append meets a conflict and re-reads."""
+    if submitted is not None and isinstance(submitted.event, JobSubmitted) and submitted.event.job_id == job_id:
+        job = JobHandle.known(store, clock, [submitted])
+    else:
+        job = await JobHandle.load(store, clock, job_id)
     try:
         await job.run(job_id, QueueJob())
     except InvalidTransition as reason:
@@ -54,8 +61,15 @@ def scheduler_router(store: EventStore, clock: Clock, tracer: trace.Tracer | Non
     )
     async def on_submitted(msg: NatsMessage) -> None:
         event = decode_event(msg.body)
-        parent = parent_context(msg.headers.get(TRACEPARENT))
+        trace_header = msg.headers.get(TRACEPARENT)
+        parent = parent_context(trace_header)
+        submitted = Recorded(seq=_stream_seq(msg), event=event, trace=trace_header)
         with tracer.start_as_current_span("hades.schedule", parent, attributes={"hades.job_id": event.job_id}) as span:
-            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id))
+            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted))
 
     return router
+
+
+def _stream_seq(msg: NatsMessage) -> int:
+    """The delivered message's stream sequence."""
+    return int(msg.raw_message.metadata.sequence.stream)

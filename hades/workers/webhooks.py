@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, JStream, NatsRouter, PullSub
-from faststream.nats.annotations import NatsMessage
 
 from hades.adapters.http_delivery import DeliveryResult
 from hades.adapters.nats.topology import EVENTS_STREAM
@@ -29,7 +28,8 @@ from hades.core.lifecycle import JobState, RecordWebhookDelivery
 from hades.core.ports import Clock, EventStore
 from hades.core.webhook import encode_body, job_completed, webhook_headers
 from hades.workers.jobs import JobHandle
-from hades.workers.notifier import TERMINAL_SUBJECTS, record_attempt, recorded_url, settle
+from hades.workers.message import NatsMessage
+from hades.workers.notifier import TERMINAL_SUBJECTS, record_attempt, recorded_url, settle, wants_a_delivery_to
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ class WebhookSender:
     async def deliver(self, job_id: str, delivered: int) -> float | None:
         """Attempt the delivery (``delivered`` = the message's delivery count); the delay before the next
         attempt, or None when the message is done with (delivered, given up, or nothing to deliver)."""
+        if not await wants_a_delivery_to(self._store, job_id, "status_callback_url"):
+            return None
         job = await JobHandle.load(self._store, self._clock, job_id)
         state = job.state
         if state is None or not _wants_delivery(state):

@@ -13,7 +13,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.process.executor import ProcessExecutor
 from hades.clock import SystemClock
-from hades.core.lifecycle import QueueJob, RequestCancel, Status, SubmitJob, decide
+from hades.core.lifecycle import QueueJob, RequestCancel, Status, SubmitJob, decide, evolve
 from hades.core.logs import coalesce
 from hades.core.spec import JobSpec, Step
 from hades.workers.attempt import AttemptRunner
@@ -89,3 +89,53 @@ async def test_hades_runs_jobs_on_the_process_executor(start_hades: StartHades, 
 
     assert detail["status"] == "Succeeded", detail
     assert detail["timing"]["phases"]["run"] is not None
+
+
+class _Lines:
+    """StepLogs that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    async def open(self, container_id: str) -> None:
+        pass
+
+    async def write(self, stream: str, timestamp: object, message: str) -> None:
+        self.lines.append(message)
+
+
+def test_many_steps_side_by_side_on_uvloop_neither_leak_nor_reuse_descriptors(tmp_path: Path) -> None:
+    """uvloop (as ``hades`` runs) leaves a pipe that nothing closes to the garbage collector, which then closes a
+    descriptor someone else may have been given meanwhile: each step's pipes are closed when it ends."""
+    import gc
+    import os
+
+    import uvloop
+
+    executor = ProcessExecutor(tmp_path, "proc-fds")
+
+    async def run(count: int) -> None:
+        jobs = []
+        for number in range(count):
+            spec = JobSpec(name="fds", steps=(Step(id=1, image="", script=f"echo out-{number}; echo err >&2"),))
+            [submitted] = decide(None, SubmitJob(job_id=str(uuid.uuid4()), spec=spec), SystemClock().now())
+            state = evolve(None, submitted)
+            await executor.prepare(state)
+            jobs.append(state)
+        sinks = [_Lines() for _ in jobs]
+        results = await asyncio.gather(
+            *(executor.run_step(job, 0, sink) for job, sink in zip(jobs, sinks, strict=True))
+        )
+        assert [r.exit_code for r in results] == [0] * count
+        assert [sorted(s.lines) for s in sinks] == [sorted([f"out-{n}", "err"]) for n in range(count)]
+        for job in jobs:
+            await executor.cleanup(job)
+
+    async def main() -> None:
+        await run(2)  # the loop's and the thread pool's own descriptors, once
+        before = len(os.listdir("/proc/self/fd"))
+        await run(40)
+        gc.collect()
+        assert len(os.listdir("/proc/self/fd")) <= before
+
+    uvloop.run(main())

@@ -53,7 +53,7 @@ async def client(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
     """The API without AUTH_KEY, its jobs view following the event stream for the whole test."""
     store = NatsEventStore(nc)
     views = ReadModels()
-    projections = ProjectionRunner(store.replay, views.apply)
+    projections = ProjectionRunner(store.replay_batches, views.apply)
     follow = asyncio.create_task(projections.run(), name="test-projections")
     services = ApiServices(
         store=store, logs=NatsLogStore(nc), views=views, projections=projections, clock=SystemClock()

@@ -61,7 +61,7 @@ async def make_client(nc: Client) -> AsyncIterator[MakeClient]:
         config = DashboardConfig.from_settings(Settings(**{**ENABLED, **env}))  # type: ignore[arg-type]
         store = NatsEventStore(nc)
         views = ReadModels()
-        projections = ProjectionRunner(store.replay, views.apply)
+        projections = ProjectionRunner(store.replay_batches, views.apply)
         clock = SystemClock()
         dashboard = None
         if config is not None:

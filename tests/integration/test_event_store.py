@@ -11,6 +11,7 @@ import pytest
 from nats.aio.client import Client
 from opentelemetry.sdk.trace import TracerProvider
 
+from hades.adapters.nats import event_store as event_store_module
 from hades.adapters.nats.event_store import NatsEventStore, event_subject
 from hades.adapters.nats.subjects import job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
@@ -101,6 +102,35 @@ async def test_other_jobs_do_not_conflict(event_store: NatsEventStore) -> None:
 
 async def test_history_of_an_unknown_job_is_empty(event_store: NatsEventStore) -> None:
     assert await event_store.history(str(uuid.uuid4())) == []
+
+
+async def test_a_history_longer_than_one_read_batch_is_read_whole_and_in_order(
+    event_store: NatsEventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(event_store_module, "_HISTORY_BATCH", 2)
+    job, other = str(uuid.uuid4()), str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    await event_store.append(other, [submitted(other)], 0)  # another job's events in between are skipped
+    for attempt in range(1, 5):
+        seq = await event_store.append(job, [queued(job, attempt)], seq)
+    reads = await asyncio.gather(*(event_store.history(job) for _ in range(3)))  # side by side, one inbox
+    for history in reads:
+        assert [r.event.type for r in history] == ["submitted"] + ["queued"] * 4
+        assert [getattr(r.event, "attempt", 0) for r in history] == [0, 1, 2, 3, 4]
+        assert history[-1].seq == seq
+        assert all(r.msg_id for r in history)
+
+
+async def test_a_history_with_an_event_written_by_other_means_is_still_read_whole(
+    event_store: NatsEventStore, nc: Client
+) -> None:
+    """An event published without the chain headers (by hand, an older tool): the read falls back to the scan."""
+    job = str(uuid.uuid4())
+    seq = await event_store.append(job, [submitted(job)], 0)
+    await nc.jetstream().publish(event_subject(queued(job)), encode_event(queued(job)))
+    history = await event_store.history(job)
+    assert [r.event.type for r in history] == ["submitted", "queued"]
+    assert history[0].seq == seq
 
 
 async def test_replay_reads_everything_then_follows_live(event_store: NatsEventStore) -> None:

@@ -86,7 +86,7 @@ scripts = st.lists(
 @given(st.lists(scripts, min_size=1, max_size=3))
 async def test_replaying_the_stream_equals_following_it_live(event_store: NatsEventStore, jobs: list[Any]) -> None:
     live = ReadModels()
-    runner = ProjectionRunner(event_store.replay, live.apply)
+    runner = ProjectionRunner(event_store.replay_batches, live.apply)
     follow = asyncio.create_task(runner.run())
     try:
         ids = [await play(event_store, script) for script in jobs]

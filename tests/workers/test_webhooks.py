@@ -176,7 +176,7 @@ async def api(
         store=store,
         logs=NatsLogStore(nc),
         views=views,
-        projections=ProjectionRunner(store.replay, views.apply),
+        projections=ProjectionRunner(store.replay_batches, views.apply),
         clock=SystemClock(),
         auth_key=auth_key,
         webhooks=sender,
