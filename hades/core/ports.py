@@ -37,6 +37,10 @@ class EventStore(Protocol):
         """The job's events, oldest first (empty for an unknown job)."""
         ...
 
+    async def last_seq(self, job_id: str) -> int:
+        """The sequence of the job's newest event, 0 for an unknown job (one cheap lookup)."""
+        ...
+
     async def submitted(self, job_id: str) -> Recorded | None:
         """The job's first event (its ``submitted``, which carries the spec), or None for an unknown job."""
         ...

@@ -143,6 +143,8 @@ class AttemptRunner:
     @staticmethod
     async def _check(job: JobHandle, job_id: str, attempt: int, work: asyncio.Task[None]) -> None:
         """Interrupt the work if the stored history says the job was cancelled or moved to another attempt."""
+        if await job.store.last_seq(job_id) <= job.seq:
+            return  # nothing was appended but by this attempt: one index lookup instead of reading the history
         fresh = await JobHandle.load(job.store, job.clock, job_id)
         state = fresh.state
         if state is not None and (state.cancel_requested_by is not None or state.attempt != attempt):
