@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import get_args
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hades.adapters.nats.event_store import NatsEventStore
@@ -53,7 +54,7 @@ async def test_metrics_expose_the_read_models(event_store: NatsEventStore, start
     assert grew("hades_jobs", status="Queued") == 1
     assert grew("hades_queue_depth", priority="high") == 1
     assert grew("hades_phase_seconds_count", phase="run") == 2  # the two jobs that ran steps and ended
-    assert grew("hades_phase_seconds_sum", phase="run") == 1.5  # 0.5 s per step as the executor reported
+    assert grew("hades_phase_seconds_sum", phase="run") == pytest.approx(1.5)  # 0.5 s per step as the executor reported
     assert grew("hades_job_duration_seconds_count") == 2
     assert (
         after[("hades_phase_seconds_bucket", (("le", "+Inf"), ("phase", "run")))]
