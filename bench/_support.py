@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,19 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.server import EmbeddedNats, start_nats
 from hades.adapters.nats.topology import EVENTS_STREAM, apply, load_topology
+from hades.core.events import Event
+from hades.core.lifecycle import (
+    FinishStep,
+    JobState,
+    MarkPrepared,
+    QueueJob,
+    StartAttempt,
+    StartStep,
+    SubmitJob,
+    decide,
+    evolve,
+)
+from hades.core.spec import JobSpec
 
 TERMINAL = {"succeeded", "failed", "stopped"}
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +61,26 @@ def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run(coroutine)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coroutine)
+
+
+def finished_job_events(job_id: str, spec: JobSpec, now: datetime) -> list[Event]:
+    """The events of one one-step job from submission to success, as real roles would append them."""
+    events: list[Event] = list(decide(None, SubmitJob(job_id=job_id, spec=spec), now))
+    state: JobState | None = None
+    for event in events:
+        state = evolve(state, event)
+    for command in (
+        QueueJob(),
+        StartAttempt(1, "executor-1"),
+        MarkPrepared(1, {"volume": 0.0008}),
+        StartStep(1, 0),
+        FinishStep(1, 0, 0, last_log_seq=1, phases={"start": 0.01, "run": 0.004}),
+    ):
+        new = decide(state, command, now)
+        for event in new:
+            state = evolve(state, event)
+        events += new
+    return events
 
 
 def free_port() -> int:

@@ -47,6 +47,7 @@ from _support import (
     Profiler,
     Watch,
     emit_json,
+    finished_job_events,
     fleet,
     nats_with_topology,
     percentile,
@@ -59,7 +60,6 @@ from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 from hades.adapters.nats.connection import connect
 from hades.core.codec import encode_event
-from hades.core.lifecycle import FinishStep, MarkPrepared, QueueJob, StartAttempt, StartStep, SubmitJob, decide, evolve
 from hades.core.spec import JobSpec, Step
 
 JOB = {"name": "noop", "steps": [{"id": 1, "name": "noop", "image": "busybox", "script": "true"}]}
@@ -233,22 +233,7 @@ async def hades_run(args: argparse.Namespace, mode: str, loop: str, workdir: Pat
 def sample_bodies() -> list[bytes]:
     """The encoded events of one real no-op job (the bodies the raw baseline appends)."""
     spec = JobSpec(name="noop", steps=(Step(id=1, name="noop", image="busybox", script="true"),))
-    now = datetime.now(UTC)
-    events = decide(None, SubmitJob(job_id=str(uuid.uuid4()), spec=spec), now)
-    state = None
-    for event in events:
-        state = evolve(state, event)
-    for command in (
-        QueueJob(),
-        StartAttempt(1, "executor-1"),
-        MarkPrepared(1, {"volume": 0.0008}),
-        StartStep(1, 0),
-        FinishStep(1, 0, 0, last_log_seq=1, phases={"start": 0.01, "run": 0.004}),
-    ):
-        new = decide(state, command, now)
-        for event in new:
-            state = evolve(state, event)
-        events += new
+    events = finished_job_events(str(uuid.uuid4()), spec, datetime.now(UTC))
     return [encode_event(event) for event in events]
 
 

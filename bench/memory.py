@@ -34,23 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _support import REPO, emit_json, fleet, nats_with_topology, rss_bytes, run
+from _support import REPO, emit_json, finished_job_events, fleet, nats_with_topology, rss_bytes, run
 
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import message_id
 from hades.core.codec import decode_event, encode_event
-from hades.core.events import Event
-from hades.core.lifecycle import (
-    FinishStep,
-    JobState,
-    MarkPrepared,
-    QueueJob,
-    StartAttempt,
-    StartStep,
-    SubmitJob,
-    decide,
-    evolve,
-)
 from hades.core.ports import Recorded
 from hades.core.spec import parse_job_request
 from hades.projections.views import ReadModels
@@ -61,22 +49,7 @@ HELLO = (REPO / "examples" / "hello.json").read_bytes()
 def template() -> tuple[str, list[tuple[str, bytes, str]]]:
     """One finished job's events as (subject, body, msg id), and the job id to substitute."""
     job_id = str(uuid.uuid4())
-    now = datetime.now(UTC)
-    events: list[Event] = list(decide(None, SubmitJob(job_id=job_id, spec=parse_job_request(HELLO)), now))
-    state: JobState | None = None
-    for event in events:
-        state = evolve(state, event)
-    for command in (
-        QueueJob(),
-        StartAttempt(1, "executor-1"),
-        MarkPrepared(1, {"volume": 0.0008}),
-        StartStep(1, 0),
-        FinishStep(1, 0, 0, last_log_seq=1, phases={"start": 0.01, "run": 0.004}),
-    ):
-        new = decide(state, command, now)
-        for event in new:
-            state = evolve(state, event)
-        events += new
+    events = finished_job_events(job_id, parse_job_request(HELLO), datetime.now(UTC))
     rows = [
         (f"hades.events.{job_id}.{event.subject_token}", encode_event(event), message_id(event)) for event in events
     ]
