@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from hades.core.errors import InvalidTransition
@@ -52,51 +52,19 @@ class EndedJob:
     @classmethod
     def of(cls, state: JobState) -> EndedJob:
         """The parts of an ended job's state that outlive it in memory."""
-        executor = sys.intern(state.executor_id) if state.executor_id else None  # a few executors, many jobs
-        return cls(
-            job_id=state.job_id,
-            name=state.name,
-            step_count=state.step_count,
-            priority=state.priority,
-            status=state.status,
-            submitted_at=state.submitted_at,
-            attempt=state.attempt,
-            queued_at=state.queued_at,
-            started_at=state.started_at,
-            finished_at=state.finished_at,
-            executor_id=executor,
-            reason=state.reason,
-            events=state.events,
-            cancel_requested_by=state.cancel_requested_by,
-            logs_delivery=state.logs_delivery,
-            logs_delivery_attempts=state.logs_delivery_attempts,
-            webhook_delivery=state.webhook_delivery,
-            webhook_delivery_attempts=state.webhook_delivery_attempts,
-        )
+        kept = {name: getattr(state, name) for name in _KEPT}  # name and step_count are JobState properties
+        if state.executor_id:
+            kept["executor_id"] = sys.intern(state.executor_id)  # a few executors, many jobs
+        return cls(**kept)
 
     def revived(self) -> JobState:
         """A JobState to fold later events into (deliveries): right in every field but the payload's content."""
         spec = JobSpec.model_construct(name=self.name, steps=(_ANY_STEP,) * self.step_count)
-        return JobState(
-            job_id=self.job_id,
-            spec=spec,
-            priority=self.priority,
-            status=self.status,
-            submitted_at=self.submitted_at,
-            attempt=self.attempt,
-            queued_at=self.queued_at,
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-            executor_id=self.executor_id,
-            reason=self.reason,
-            events=self.events,
-            cancel_requested_by=self.cancel_requested_by,
-            logs_delivery=self.logs_delivery,
-            logs_delivery_attempts=self.logs_delivery_attempts,
-            webhook_delivery=self.webhook_delivery,
-            webhook_delivery_attempts=self.webhook_delivery_attempts,
-        )
+        carried = {name: getattr(self, name) for name in _KEPT if name not in ("name", "step_count")}
+        return JobState(spec=spec, **carried)
 
+
+_KEPT = tuple(f.name for f in fields(EndedJob))
 
 #: What the view holds for one job.
 JobRecord = JobState | EndedJob
