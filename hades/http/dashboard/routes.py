@@ -26,6 +26,7 @@ from litestar.static_files import create_static_files_router
 from nats.errors import ConnectionClosedError
 
 from hades.core.logs import coalesce
+from hades.core.ports import Recorded
 from hades.http.cancel import reason_from_body, request_cancel
 from hades.http.dashboard.dashboard import Dashboard
 from hades.http.dashboard.feed import EMPTY_JOB, stream_frames
@@ -181,31 +182,34 @@ async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: From
 @get("/api/jobs/{job_id:str}/events", guards=[session_guard])
 async def events(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """The job's history, oldest first, free-text fields redacted and the payload left out."""
-    redactor = _dashboard(request).config.redactor
-    history = await _services(request).store.history(_job_id(job_id))
-    if not history:
-        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
-    rows = [event_row(recorded) for recorded in history]
-    for row in rows:
-        for key in ("reason", "error"):
-            if isinstance(row.get(key), str):
-                row[key] = redactor.text(row[key])
-    return {"events": rows}
+    rows = [event_row(recorded) for recorded in await _history(request, job_id)]
+    return {"events": _redacted(request, rows, ("reason", "error"))}
 
 
 @get("/api/jobs/{job_id:str}/deliveries", guards=[session_guard])
 async def deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """Every attempt to tell the client (webhook and log forwarding), oldest first."""
-    redactor = _dashboard(request).config.redactor
+    rows = delivery_rows(await _history(request, job_id))
+    return {"job_id": job_id, "deliveries": _redacted(request, rows, ("url", "error"))}  # a URL may hold credentials
+
+
+async def _history(request: Request[Any, Any, State], job_id: str) -> list[Recorded]:
     history = await _services(request).store.history(_job_id(job_id))
     if not history:
         raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
-    rows = delivery_rows(history)
-    for row in rows:  # a callback URL may carry credentials
-        row["url"] = redactor.text(row["url"])
-        if row["error"]:
-            row["error"] = redactor.text(row["error"])
-    return {"job_id": job_id, "deliveries": rows}
+    return history
+
+
+def _redacted(
+    request: Request[Any, Any, State], rows: list[dict[str, Any]], keys: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The rows with their free-text ``keys`` scrubbed of inline secrets."""
+    redactor = _dashboard(request).config.redactor
+    for row in rows:
+        for key in keys:
+            if isinstance(row.get(key), str):
+                row[key] = redactor.text(row[key])
+    return rows
 
 
 @post("/api/jobs/{job_id:str}/cancel", guards=[session_guard, same_origin_guard], status_code=202)
