@@ -168,10 +168,7 @@ class NatsEventStore:
         except NotFoundError:
             return None
         assert raw.seq is not None and raw.data is not None
-        headers = raw.headers or {}
-        return Recorded(
-            seq=raw.seq, event=decode_event(raw.data), msg_id=headers.get(_MSG_ID), trace=headers.get(TRACEPARENT)
-        )
+        return _record(raw.seq, raw.data, raw.headers)
 
     async def history(self, job_id: str) -> list[Recorded]:
         """The job's events oldest first, read newest to oldest along the chain the appends stored.
@@ -195,14 +192,7 @@ class NatsEventStore:
             headers = raw.headers or {}
             if not (raw.subject or "").startswith(prefix):
                 break
-            chain.append(
-                Recorded(
-                    seq=raw.seq,
-                    event=decode_event(raw.data),
-                    msg_id=headers.get(_MSG_ID),
-                    trace=headers.get(TRACEPARENT),
-                )
-            )
+            chain.append(_record(raw.seq, raw.data, headers))
             previous = _previous_seq(raw.seq, headers)
             if previous == 0:
                 chain.reverse()
@@ -227,14 +217,7 @@ class NatsEventStore:
             messages, more = await self._batches.get(recorded[-1].seq + 1, subject, _HISTORY_BATCH, self._timeout)
             for raw in messages:
                 headers = raw.headers or {}
-                recorded.append(
-                    Recorded(
-                        seq=int(headers["Nats-Sequence"]),
-                        event=decode_event(raw.data),
-                        msg_id=headers.get(_MSG_ID),
-                        trace=headers.get(TRACEPARENT),
-                    )
-                )
+                recorded.append(_record(int(headers["Nats-Sequence"]), raw.data, headers))
             if not more or not messages:
                 return recorded
 
@@ -282,15 +265,7 @@ class NatsEventStore:
 
     @staticmethod
     def _recorded(msg: Msg) -> Recorded:
-        headers = msg.headers
-        if headers is None:
-            return Recorded(seq=_stream_seq(msg), event=decode_event(msg.data))
-        return Recorded(
-            seq=_stream_seq(msg),
-            event=decode_event(msg.data),
-            msg_id=headers.get(_MSG_ID),
-            trace=headers.get(TRACEPARENT),
-        )
+        return _record(_stream_seq(msg), msg.data, msg.headers)
 
     async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.
@@ -311,6 +286,13 @@ class NatsEventStore:
         """The newest sequence in the whole event stream (0 when empty)."""
         info = await self._js.stream_info(EVENTS_STREAM)
         return int(info.state.last_seq)
+
+
+def _record(seq: int, data: bytes, headers: dict[str, str] | None) -> Recorded:
+    """A stored event with the id it was appended under and the trace it carries, as every read hands it on."""
+    if not headers:
+        return Recorded(seq=seq, event=decode_event(data))
+    return Recorded(seq=seq, event=decode_event(data), msg_id=headers.get(_MSG_ID), trace=headers.get(TRACEPARENT))
 
 
 def _previous_seq(seq: int, headers: dict[str, str]) -> int | None:
