@@ -49,20 +49,17 @@ class TimingLog:
     """Logs a job's timing when its terminal event is folded, if that came after ``live_from`` (the stream's last
     sequence when the process started).
 
-    The timing view hands an ending job to its ``on_finished`` hook while folding the terminal event (and may then
-    drop it), so the log takes the job there, chained after the hook already set (the phase histograms), and
-    writes the line from the projection runner's observer call for that same event, which knows its sequence.
+    The timing view hands an ending job to its ``on_finished`` listeners while folding the terminal event (and may
+    then drop it), so the log takes the job there, and writes the line from the projection runner's observer call
+    for that same event, which knows its sequence.
     """
 
     def __init__(self, timing: TimingView, live_from: int) -> None:
         self._live_from = live_from
         self._ending: JobTiming | None = None
-        self._then = timing.on_finished
-        timing.on_finished = self._on_finished
+        timing.on_finished.append(self._on_finished)
 
     def _on_finished(self, timing: JobTiming) -> None:
-        if self._then is not None:
-            self._then(timing)
         self._ending = timing
 
     def on_event(self, recorded: Recorded) -> None:

@@ -133,7 +133,7 @@ async def test_jobs_that_ended_before_the_scheduler_started_are_not_logged_again
 def test_the_observer_skips_replayed_and_non_terminal_events(timing_log: Collected) -> None:
     at = datetime(2026, 12, 2, tzinfo=UTC)
     view, finished = TimingView(), []
-    view.on_finished = finished.append  # the phase histograms' hook: it must still see every job
+    view.on_finished.append(finished.append)  # the phase histograms' hook: it must still see every job
     observer = TimingLog(view, live_from=3)
     events = [
         JobSubmitted(job_id="a", at=at, spec=JobSpec(name="a"), priority=Priority.HIGH),

@@ -92,7 +92,8 @@ class TimingView:
 
     jobs: dict[str, JobTiming] = field(default_factory=dict)
     last_seq: int = 0
-    on_finished: Callable[[JobTiming], None] | None = None
+    #: Called with each job as it ends, in order (the phase histograms, the timing log line).
+    on_finished: list[Callable[[JobTiming], None]] = field(default_factory=list, compare=False, repr=False)
     #: Keep ended jobs' timing (else it is handed to ``on_finished`` and dropped: a long-lived process would
     #: otherwise hold every job's phases; the detail routes fold an ended job's history instead).
     retain_ended: bool = False
@@ -111,8 +112,8 @@ class TimingView:
             was_finished = timing.finished_at is not None
             _fold(timing, event)
             if not was_finished and timing.finished_at is not None:
-                if self.on_finished is not None:
-                    self.on_finished(timing)
+                for listener in self.on_finished:
+                    listener(timing)
                 if not self.retain_ended:
                     del self.jobs[event.job_id]
 

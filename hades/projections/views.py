@@ -21,7 +21,7 @@ class ReadModels:
     distributions: PhaseDistributions = field(default_factory=PhaseDistributions)
 
     def __post_init__(self) -> None:
-        self.timing.on_finished = self.distributions.add
+        self.timing.on_finished.append(self.distributions.add)
 
     @classmethod
     def whole(cls) -> ReadModels:
