@@ -209,6 +209,11 @@ async def test_a_long_job_is_not_redelivered_while_it_runs(
 
         assert detail["status"] == "Succeeded" and detail["attempt"] == 1
         assert [e["type"] for e in await events(hades.client, job_id)].count("started") == 1
+
+        async def acked() -> bool:  # the message is acked once the attempt is cleaned up, just after the end
+            return (await js.consumer_info(EVENTS_STREAM, consumer)).num_ack_pending == 0
+
+        await eventually(acked, timeout=30)
         after = await js.consumer_info(EVENTS_STREAM, consumer)
         assert after.delivered.consumer_seq - before == 1  # delivered once: never redelivered in 7 s of 2 s deadlines
         assert after.num_redelivered == 0 and after.num_ack_pending == 0
