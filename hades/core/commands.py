@@ -117,6 +117,12 @@ class FailJob:
 
 
 @dataclass(frozen=True, slots=True)
+class ConcludeJob:
+    """Record the end the job's own events already imply (``lifecycle.conclusion``), left due by a writer that
+    stopped between a decision's events."""
+
+
+@dataclass(frozen=True, slots=True)
 class StopJob:
     """End the job as stopped (cancel)."""
 
@@ -126,6 +132,7 @@ class StopJob:
 
 Command = (
     SubmitJob
+    | ConcludeJob
     | QueueJob
     | StartAttempt
     | MarkPrepared

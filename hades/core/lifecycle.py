@@ -13,6 +13,7 @@ from typing import assert_never
 
 from hades.core.commands import (
     Command,
+    ConcludeJob,
     FailJob,
     FinishStep,
     MarkPrepared,
@@ -53,6 +54,7 @@ from hades.core.state import JobState, Status, StepState, StepStatus, replace
 __all__ = [
     "MAX_REASON_CHARS",
     "Command",
+    "ConcludeJob",
     "FailJob",
     "FinishStep",
     "JobState",
@@ -72,6 +74,7 @@ __all__ = [
     "SubmitJob",
     "cancel_reason",
     "cap_reason",
+    "conclusion",
     "decide",
     "evolve",
     "fold",
@@ -234,8 +237,39 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [decide_delivery(state, command, now)]
         case RequeueJob() | FailJob() | StopJob():
             return [_end_attempt(state, command, now)]
+        case ConcludeJob():
+            due = conclusion(state, now)
+            if due is None:
+                raise InvalidTransition(f"job {state.job_id} has no end due")
+            return [due]
         case _:
             assert_never(command)
+
+
+def conclusion(state: JobState, now: datetime) -> JobSucceeded | JobFailed | JobStopped | None:
+    """The end the job's events already imply but do not record, if any.
+
+    A running attempt ends once its last step finished, or as soon as a step failed that may not; a job that
+    waits ends when a cancel was asked for. The decisions that reach such a state return this end after their
+    own event (so the rule is written once, here), and the two are appended one after the other: a writer that
+    stops in between leaves the end due, and whoever finds the job next (the scheduler's watchdog) appends it.
+    """
+    if state.status is Status.QUEUED and state.cancel_requested_by is not None:
+        return JobStopped(job_id=state.job_id, at=now, attempt=state.attempt, reason=cancel_reason(state))
+    if state.status is not Status.RUNNING:
+        return None
+    for step, spec in zip(state.steps, state.spec.steps, strict=True):
+        if step.status is StepStatus.FAILED and not spec.continue_on_error:
+            return JobFailed(job_id=state.job_id, at=now, attempt=state.attempt, reason=step.reason or "")
+        if step.status is not StepStatus.SUCCEEDED and step.status is not StepStatus.FAILED:
+            return None
+    return JobSucceeded(job_id=state.job_id, at=now, attempt=state.attempt)
+
+
+def _concluded(state: JobState, event: Event, now: datetime) -> list[Event]:
+    """``event``, followed by the end it makes due."""
+    due = conclusion(evolve(state, event), now)
+    return [event] if due is None else [event, due]
 
 
 def _queue(state: JobState, now: datetime) -> JobQueued:
@@ -247,9 +281,7 @@ def _queue(state: JobState, now: datetime) -> JobQueued:
 def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
     _require_queued(state, command.attempt)
     started = JobStarted(job_id=state.job_id, at=now, attempt=command.attempt, executor_id=command.executor_id)
-    if not state.spec.steps:
-        return [started, JobSucceeded(job_id=state.job_id, at=now, attempt=command.attempt)]
-    return [started]
+    return _concluded(state, started, now)  # a job without steps is done at once
 
 
 def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
@@ -265,10 +297,7 @@ def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> l
     if state.cancel_requested_by is not None:
         return []  # asked already; the first request stands
     requested = JobCancelRequested(job_id=state.job_id, at=now, by=command.by, reason=command.reason)
-    if state.status is Status.RUNNING:
-        return [requested]  # its executor stops it and appends `stopped`
-    stopped = JobStopped(job_id=state.job_id, at=now, attempt=state.attempt, reason=_cancel_reason(command.by))
-    return [requested, stopped]
+    return _concluded(state, requested, now)  # a waiting job stops at once; a running one's executor stops it
 
 
 def _cancel_reason(by: str) -> str:
@@ -352,9 +381,4 @@ def _finish_step(state: JobState, command: FinishStep, now: datetime) -> list[Ev
         last_log_seq=command.last_log_seq,
         phases=command.phases,
     )
-    events: list[Event] = [finished]
-    if not succeeded and not step.continue_on_error:
-        events.append(JobFailed(job_id=state.job_id, at=now, attempt=command.attempt, reason=finished.reason or ""))
-    elif index == len(state.steps) - 1:
-        events.append(JobSucceeded(job_id=state.job_id, at=now, attempt=command.attempt))
-    return events
+    return _concluded(state, finished, now)

@@ -22,6 +22,7 @@ from hades.adapters.nats.log_store import StepLogWriter
 from hades.core.errors import InvalidTransition
 from hades.core.events import Event, JobCancelRequested, JobQueued
 from hades.core.lifecycle import (
+    ConcludeJob,
     FailJob,
     FinishStep,
     JobState,
@@ -32,6 +33,7 @@ from hades.core.lifecycle import (
     Status,
     StopJob,
     cancel_reason,
+    conclusion,
 )
 from hades.core.logs import LogBudget
 from hades.core.ports import ExecutionError, Executor, StepResult
@@ -218,8 +220,11 @@ class AttemptRunner:
         if state.cancel_requested_by is not None:
             await self._end(job, StopJob(attempt, cancel_reason(state)))
 
-    async def _end(self, job: JobHandle, command: FailJob | RequeueJob | StopJob) -> None:
+    async def _end(self, job: JobHandle, command: FailJob | RequeueJob | StopJob | ConcludeJob) -> None:
         assert job.state is not None
+        if conclusion(job.state, job.clock.now()) is not None:
+            # The job's events already say how it ended (its last step's end landed, the job's did not).
+            command = ConcludeJob()
         try:
             await job.run(job.state.job_id, command)
         except InvalidTransition:

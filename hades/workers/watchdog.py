@@ -1,5 +1,8 @@
-"""The scheduler's periodic duties over the jobs it can see: lost executors and priority ageing.
+"""The scheduler's periodic duties over the jobs it can see: due ends, lost executors and priority ageing.
 
+- A job whose events already imply its end (``lifecycle.conclusion``: its last step's end landed, the job's did
+  not, because its writer stopped in between) gets that end appended, once its executor is lost or the end has
+  been due for ``conclude_after`` seconds.
 - A job ``Running`` on an executor whose heartbeat expired is handed back to the queue as a new attempt, up to
   ``MAX_ATTEMPTS``, then failed with a reason that says so.
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
@@ -13,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
-from hades.core.lifecycle import Command, FailJob, JobState, PromoteJob, RequeueJob, Status
+from hades.core.lifecycle import Command, ConcludeJob, FailJob, JobState, PromoteJob, RequeueJob, Status, conclusion
 from hades.core.ports import Clock, EventStore
 from hades.core.spec import Priority
 from hades.projections.jobs import JobsView
@@ -35,6 +39,7 @@ class WatchdogPolicy:
     max_attempts: int = 3
     aging_seconds: float | None = None
     interval: float = 2.0
+    conclude_after: float = 30.0
 
 
 class Watchdog:
@@ -69,6 +74,10 @@ class Watchdog:
         return acted
 
     def _command_for(self, job: JobState, alive: set[str]) -> Command | None:
+        now = self._clock.now()
+        due = conclusion(job, now)
+        if due is not None and (job.executor_id not in alive or _due_for(job, now) >= self._policy.conclude_after):
+            return ConcludeJob()
         if job.status is Status.RUNNING and job.executor_id not in alive:
             lost = f"executor {job.executor_id} was lost (its heartbeat expired)"
             if job.attempt >= self._policy.max_attempts:
@@ -76,7 +85,7 @@ class Watchdog:
             return RequeueJob(job.attempt, f"{lost}; attempt {job.attempt} handed back")
         aging = self._policy.aging_seconds
         if aging and job.status is Status.QUEUED and job.queued_at is not None and job.priority in _UP:
-            waited = (self._clock.now() - job.queued_at).total_seconds()
+            waited = (now - job.queued_at).total_seconds()
             if waited >= aging:
                 up = _UP[job.priority]
                 return PromoteJob(job.attempt, up, f"waited {waited:.0f} s in the {job.priority} queue; now {up}")
@@ -92,3 +101,10 @@ class Watchdog:
             return False
         log.info("job %s: %s", job_id, getattr(command, "reason", command))
         return True
+
+
+def _due_for(job: JobState, now: datetime) -> float:
+    """Seconds since the job's newest own change (its last step's end, its start or its queueing)."""
+    moments = [step.finished_at for step in job.steps if step.finished_at is not None]
+    moments += [moment for moment in (job.started_at, job.queued_at, job.submitted_at) if moment is not None]
+    return (now - max(moments)).total_seconds()

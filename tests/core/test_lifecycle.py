@@ -32,6 +32,7 @@ from hades.core.events import (
 from hades.core.lifecycle import (
     MAX_REASON_CHARS,
     Command,
+    ConcludeJob,
     FailJob,
     FinishStep,
     JobState,
@@ -44,6 +45,7 @@ from hades.core.lifecycle import (
     StopJob,
     SubmitJob,
     cap_reason,
+    conclusion,
     decide,
     evolve,
     fold,
@@ -618,6 +620,25 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert decoded == self.history
         assert [type(event) for event in decoded] == [type(event) for event in self.history]
         assert fold(decoded) == self.state
+
+    @invariant()
+    def an_end_is_due_exactly_where_a_decision_was_cut_before_its_end(self) -> None:
+        """Decisions are appended event by event, so a writer may stop between a step's (or a cancel's) event and
+        the job's end. Wherever the history is cut, ``conclusion`` names an end exactly when the next recorded
+        event is that end; a whole decision never leaves one due."""
+        state: JobState | None = None
+        for position, event in enumerate(self.history):
+            state = evolve(state, event)
+            due = conclusion(state, event.at)
+            following = self.history[position + 1] if position + 1 < len(self.history) else None
+            if due is None:  # the machine's clock moves per command: the same moment means the same decision
+                assert not (isinstance(following, TERMINAL) and following.at == event.at)
+            else:
+                assert following is not None and following.model_copy(update={"at": event.at}) == due
+
+    @rule()
+    def conclude(self) -> None:
+        self.apply(ConcludeJob())  # a whole history never has an end due: always refused
 
 
 LifecycleMachine.TestCase.settings = settings(
