@@ -1,0 +1,327 @@
+"""The Kubernetes executor driven end to end against the in-test API server (tests/support/k8s_api.py).
+
+The server speaks the routes kubernetes-asyncio calls with real Kubernetes JSON; a ``Kubelet`` plays each Pod's
+containers as a node would. What needs a real cluster (image pulls, the kubelet's own timing, RBAC) is in
+docs/kubernetes.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from hades.adapters.k8s.executor import K8sExecutor
+from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
+from hades.core.ports import ExecutionError
+from hades.core.spec import JobSpec, Priority, Step
+from hades.core.state import JobState, Status
+from tests.conftest import eventually
+from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+
+NAMESPACE = "hades-test"
+SETTINGS = PodSettings(namespace=NAMESPACE, executor_id="k8s-test")
+
+
+class Lines:
+    """StepLogs that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.lines: list[tuple[str, str]] = []
+
+    async def open(self, container_id: str) -> None:
+        self.opened.append(container_id)
+
+    async def write(self, stream: str, timestamp: datetime, message: str) -> None:
+        self.lines.append((stream, message))
+
+    @property
+    def messages(self) -> list[str]:
+        return [message for _, message in self.lines]
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[KubeApi]:
+    async with KubeApi() as api:
+        yield api
+
+
+@pytest.fixture
+def kubelet(kube: KubeApi) -> Kubelet:
+    return Kubelet(kube, NAMESPACE)
+
+
+@pytest.fixture
+async def executor(kube: KubeApi) -> AsyncIterator[K8sExecutor]:
+    engine = K8sExecutor(SETTINGS, Configuration(host=kube.url), pull_grace=0.3)
+    await engine.start()
+    yield engine
+    await engine.close()
+
+
+def job(*steps: Step, attempt: int = 1, **spec: Any) -> JobState:
+    return JobState(
+        job_id=str(uuid.uuid4()),
+        spec=JobSpec(name="k8s-job", steps=steps, **spec),
+        priority=Priority.HIGH,
+        status=Status.RUNNING,
+        submitted_at=datetime.now(UTC),
+        attempt=attempt,
+    )
+
+
+def step(n: int, script: str = "true", **fields: Any) -> Step:
+    return Step(id=n, name=f"s{n}", image=f"alpine:{n}", script=script, **fields)
+
+
+def play(kubelet: Kubelet, state: JobState, **outcomes: Outcome) -> asyncio.Task[str]:
+    """The kubelet runs the attempt's Pod in the background (container names use ``_`` for ``-``)."""
+    named = {name.replace("_", "-"): outcome for name, outcome in outcomes.items()}
+    return asyncio.create_task(kubelet.run(pod_name(state.job_id, state.attempt), named))
+
+
+async def test_a_two_step_job_runs_in_one_pod_with_each_steps_log_in_order(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    state = job(step(1, "echo one"), step(2, "echo two"), metadata={"COURSE": "ds"})
+    phases = await executor.prepare(state)
+    pod = kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1))
+    assert pod is not None and pod["metadata"]["labels"]["hades/job-id"] == state.job_id
+    assert pod["spec"] == pod_manifest(state.job_id, 1, state.spec, SETTINGS, Priority.HIGH)["spec"]
+    assert "pod" in phases
+    node = play(kubelet, state, step_1=Outcome(("one", "1b")), step_2=Outcome(("two",)))
+
+    first, second = Lines(), Lines()
+    results = [await executor.run_step(state, 0, first), await executor.run_step(state, 1, second)]
+
+    assert [r.exit_code for r in results] == [0, 0] and [r.error for r in results] == [None, None]
+    assert (first.opened, first.messages) == (["step-1"], ["one", "1b"])
+    assert (second.opened, second.messages) == (["step-2"], ["two"])
+    assert await node == "Succeeded"
+    await executor.cleanup(state)
+    assert kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1)) is None
+    await executor.cleanup(state)  # already gone: fine
+
+
+async def test_a_failing_step_reports_its_exit_code_and_the_next_never_runs(
+    kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    state = job(step(1, "exit 3"), step(2))
+    await executor.prepare(state)
+    node = play(kubelet, state, step_1=Outcome(("bad",), exit_code=3))
+
+    result = await executor.run_step(state, 0, Lines())
+    after = await executor.run_step(state, 1, Lines())
+
+    assert (result.exit_code, result.error) == (3, None)
+    assert await node == "Failed"
+    assert after.exit_code is None and after.error is not None and "did not run" in (after.error or "")
+
+
+async def test_continue_on_error_keeps_the_scripts_exit_code_and_the_pod_going(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    state = job(step(1, "exit 4", continue_on_error=True), step(2, "echo after"))
+    await executor.prepare(state)
+    pod = kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1))
+    assert pod is not None
+    wrapper = pod["spec"]["initContainers"][0]
+    assert {"name": "HADES_STEP_SCRIPT", "value": "exit 4"} in wrapper["env"]
+    assert wrapper["command"][-1].endswith("exit 0")  # the wrapper itself always exits 0
+    # what the kubelet reports for the wrapper: exit 0, the script's code in the termination message
+    node = play(kubelet, state, step_1=Outcome(message="hades-exit-code=4"), step_2=Outcome(("after",)))
+    logs = Lines()
+
+    tolerated = await executor.run_step(state, 0, Lines())
+    after = await executor.run_step(state, 1, logs)
+
+    assert tolerated.exit_code == 4 and after.exit_code == 0 and logs.messages == ["after"]
+    assert await node == "Succeeded"
+
+
+async def test_a_tolerated_step_without_a_script_that_fails_says_why_the_next_did_not_run(
+    kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    state = job(step(1, "", continue_on_error=True), step(2))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(exit_code=2))
+
+    tolerated = await executor.run_step(state, 0, Lines())
+    after = await executor.run_step(state, 1, Lines())
+
+    assert tolerated.exit_code == 2
+    assert after.error is not None
+    assert after.error.startswith("step 2 did not run: the Pod failed when step-1 exited with status 2")
+
+
+@pytest.mark.parametrize(
+    "reason", ["ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError"]
+)
+async def test_a_stuck_container_fails_the_step_with_the_operators_wording(
+    kubelet: Kubelet, executor: K8sExecutor, reason: str
+) -> None:
+    state = job(step(1), step(7))
+    await executor.prepare(state)
+    play(kubelet, state, step_7=Outcome(waiting=reason))
+
+    assert (await executor.run_step(state, 0, Lines())).exit_code == 0
+    stuck = await executor.run_step(state, 1, Lines())
+
+    assert stuck.exit_code is None and stuck.error == f"{reason} (step 2): alpine:7"
+
+
+async def test_a_pull_error_is_stuck_only_once_it_lasts(kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor) -> None:
+    state = job(step(1))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(waiting="ErrImagePull"))
+    began = asyncio.get_running_loop().time()
+
+    stuck = await executor.run_step(state, 0, Lines())
+
+    assert stuck.error == "ErrImagePull (step 1): alpine:1"
+    assert asyncio.get_running_loop().time() - began >= 0.3  # the grace the executor was given
+
+
+async def test_a_pull_error_that_clears_is_not_stuck(kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor) -> None:
+    state = job(step(1))
+    await executor.prepare(state)
+    name = pod_name(state.job_id, 1)
+    waiting = {"name": "step-1", "state": {"waiting": {"reason": "ErrImagePull"}}}
+    kube.set_status(NAMESPACE, "pods", name, {"containerStatuses": [waiting]})
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(kube.open_watches))
+
+    node = play(kubelet, state, step_1=Outcome(("pulled at last",)))  # the retry pulled it
+
+    assert (await running).exit_code == 0
+    assert await node == "Succeeded"
+
+
+async def test_the_deadline_fails_the_step_with_a_clear_reason(kubelet: Kubelet, executor: K8sExecutor) -> None:
+    hold = asyncio.Event()
+    state = job(step(1, "sleep 600"), timeout_seconds=5)
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(hold=hold))
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(_running(kubelet, state)))
+
+    kubelet.deadline(pod_name(state.job_id, 1))
+    result = await running
+    hold.set()
+
+    assert result.exit_code == 137
+    assert result.error == "DeadlineExceeded: the Pod ran longer than its activeDeadlineSeconds (5 s)"
+
+
+async def test_cancelling_a_step_deletes_the_pod(kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor) -> None:
+    hold = asyncio.Event()
+    state = job(step(1, "sleep 600"))
+    await executor.prepare(state)
+    node = play(kubelet, state, step_1=Outcome(("started",), hold=hold))
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(_running(kubelet, state)))
+
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+    assert kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1)) is None
+    hold.set()
+    assert await node == ""  # the kubelet found its Pod gone
+
+
+async def test_a_watch_that_drops_mid_step_is_resumed(kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor) -> None:
+    hold = asyncio.Event()
+    state = job(step(1), step(2))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(("before",), hold=hold), step_2=Outcome(("after",)))
+    logs = Lines()
+    running = asyncio.create_task(executor.run_step(state, 0, logs))
+    await eventually(lambda: _true(_running(kubelet, state) and kube.open_watches))
+
+    assert kube.drop_watches() == 1
+    hold.set()  # the container ends while the executor has no watch open
+
+    assert (await running).exit_code == 0
+    assert (await executor.run_step(state, 1, Lines())).exit_code == 0
+    assert executor.stats.reconnects >= 1 and executor.stats.relists == 0
+
+
+async def test_an_expired_resource_version_is_listed_again(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    hold = asyncio.Event()
+    state = job(step(1))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(("x",), hold=hold))
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(_running(kubelet, state) and kube.open_watches))
+
+    kube.compact()
+    kube.drop_watches()
+    hold.set()
+
+    assert (await running).exit_code == 0
+    assert executor.stats.relists == 1
+    lists = [
+        query
+        for method, _, query in kube.requests
+        if method == "GET" and "watch" not in query and "fieldSelector" in query
+    ]
+    assert len(lists) == 2  # the first list, and the one after 410 Gone
+
+
+async def test_create_is_idempotent_for_the_same_attempt_only(kube: KubeApi, executor: K8sExecutor) -> None:
+    state = job(step(1))
+    await executor.prepare(state)
+    await executor.prepare(state)  # 409 AlreadyExists, and the Pod is this attempt's: fine
+    assert [m for m, p, _ in kube.requests if m == "POST"] == ["POST", "POST"]
+
+    stranger = pod_manifest(state.job_id, 2, state.spec, SETTINGS)
+    stranger["metadata"]["labels"]["hades/attempt"] = "9"
+    kube.put(NAMESPACE, "pods", stranger)
+    with pytest.raises(ExecutionError, match="exists and is not this attempt's"):
+        await executor.prepare(_same_job(state, attempt=2))
+
+
+async def test_sweep_deletes_pods_of_attempts_that_no_longer_run(kube: KubeApi, executor: K8sExecutor) -> None:
+    mine_running, mine_over, theirs_gone, theirs_live = (job(step(1)) for _ in range(4))
+    for state in (mine_running, mine_over):
+        await executor.prepare(state)
+    for state, owner in ((theirs_gone, "crashed"), (theirs_live, "alive")):
+        kube.put(NAMESPACE, "pods", pod_manifest(state.job_id, 1, state.spec, PodSettings(NAMESPACE, owner)))
+    kube.put(NAMESPACE, "pods", {"metadata": {"name": "unrelated", "labels": {"app": "x"}}, "spec": {"containers": []}})
+
+    removed = await executor.sweep(lambda job_id: job_id == mine_running.job_id, {"k8s-test", "alive"})
+
+    left = {pod["metadata"]["name"] for pod in kube.items(NAMESPACE, "pods")}
+    assert removed == 2
+    assert left == {pod_name(mine_running.job_id, 1), pod_name(theirs_live.job_id, 1), "unrelated"}
+
+
+def _same_job(state: JobState, attempt: int) -> JobState:
+    return JobState(
+        job_id=state.job_id,
+        spec=state.spec,
+        priority=state.priority,
+        status=state.status,
+        submitted_at=state.submitted_at,
+        attempt=attempt,
+    )
+
+
+def _running(kubelet: Kubelet, state: JobState) -> bool:
+    pod = kubelet.api.get(NAMESPACE, "pods", pod_name(state.job_id, state.attempt)) or {}
+    status = pod.get("status") or {}
+    entries = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    return any("running" in entry["state"] for entry in entries)
+
+
+async def _true(value: Any) -> bool:
+    return bool(value)
