@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from enum import StrEnum
@@ -17,8 +18,8 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import (
+    AwareDatetime,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -26,7 +27,6 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_serializer,
-    model_validator,
 )
 
 from hades.core.errors import SpecError
@@ -129,23 +129,16 @@ def _go_zone(zone: str) -> timezone:
 _Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 _UInt64 = Annotated[StrictInt, Field(ge=0, le=_UINT64_MAX)]
 _Metadata = dict[StrictStr, StrictStr]
-_GoUUID = Annotated[UUID | None, BeforeValidator(_go_uuid)]
-_GoTime = Annotated[datetime | None, BeforeValidator(_go_time)]
 
 
 # -- models --------------------------------------------------------------------------------------------------
 
 
 class _GoStruct(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    """The models validate in pydantic's core alone (no Python validators), so the events that carry a spec decode
+    fast; Go's reading of a request body (nulls, UUID and time forms, repeated keys) is ``parse_job_request``'s."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_absent(cls, data: Any) -> Any:
-        """A JSON ``null`` leaves a Go field at its zero value, so it reads as the default here."""
-        if isinstance(data, dict):
-            return {key: value for key, value in data.items() if value is not None}
-        return data
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class Step(_GoStruct):
@@ -177,9 +170,9 @@ class Step(_GoStruct):
 class JobSpec(_GoStruct):
     """A job as submitted (Go's RESTPayload): its steps run in array order."""
 
-    id: _GoUUID = None
+    id: UUID | None = None
     name: StrictStr = ""
-    timestamp: _GoTime = None
+    timestamp: AwareDatetime | None = None
     metadata: _Metadata = Field(default_factory=dict)
     steps: tuple[Step, ...] = ()
     callback_url: StrictStr = ""
@@ -276,10 +269,14 @@ def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, curr
         return _decode_metadata(value, current or {})
     if name == "steps":
         return _decode_steps(value, current or [])
-    try:  # a scalar: check it against the model's own field definition
-        return getattr(model.model_validate({name: value}), name)
-    except ValidationError as exc:
+    try:  # a scalar: Go's reading of ids and times, then the model's own field definition
+        read = _GO_READERS.get(name) if model is JobSpec else None
+        return getattr(model.model_validate({name: read(value) if read else value}), name)
+    except ValueError as exc:  # pydantic's ValidationError is one
         raise _bind_error() from exc
+
+
+_GO_READERS: dict[str, Callable[[object], object]] = {"id": _go_uuid, "timestamp": _go_time}
 
 
 def _decode_metadata(value: Any, current: dict[str, str]) -> dict[str, str]:

@@ -207,8 +207,15 @@ def test_top_level_null_is_an_empty_payload_as_in_go() -> None:
     assert error_of(b"null") == NAME_REQUIRED
 
 
-def test_models_read_null_as_absent_too() -> None:
-    assert JobSpec.model_validate({"name": "job", "steps": None, "priority": None}) == JobSpec(name="job")
+def test_go_readings_belong_to_the_request_path_not_the_models() -> None:
+    """The models validate in pydantic's core alone, so the stored spec of every ``submitted`` event decodes fast;
+    a request body gets Go's readings (nulls, UUID forms, strict RFC 3339) from ``parse_job_request``."""
+    plain = "0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11"
+    assert parse_job_request(job(id="{" + plain + "}")).id == UUID(plain)  # Go drops one character each side
+    assert error_of(job(timestamp="2025-03-01T12:00:00")) == INVALID_JSON_BODY  # no zone: Go refuses it
+    assert error_of(job(timestamp="2025-03-01 12:00:00Z")) == INVALID_JSON_BODY
+    with pytest.raises(ValueError):
+        JobSpec.model_validate({"name": "job", "timestamp": "2025-03-01T12:00:00"})  # aware times only
 
 
 # -- Invalid JSON body ---------------------------------------------------------------------------------------
