@@ -8,6 +8,7 @@ memory limits in the API's units (``2g`` included), ``maxRetries`` declared, a r
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from hades.core.memory import MemoryFormatError, parse_memory
+from hades.core.spec import parse_job_request
 from tests.deploy.manifests import ROOT, buildjob_validator, crd
 
 SAMPLE = ROOT / "examples" / "buildjob.yaml"
@@ -123,6 +125,9 @@ def test_a_buildjob_with_its_status_is_accepted() -> None:
         pytest.param(lambda spec: spec.__setitem__("steps", []), "should be non-empty", id="no-steps"),
         pytest.param(lambda spec: spec.pop("steps"), "'steps' is a required property", id="steps-missing"),
         pytest.param(lambda spec: spec["steps"][0].__setitem__("id", 0), "less than the minimum of 1", id="step-id-0"),
+        pytest.param(
+            lambda spec: spec["steps"][0].__setitem__("id", 2**31), "greater than the maximum", id="step-id-int32"
+        ),
         pytest.param(lambda spec: spec["steps"][0].__setitem__("image", ""), "should be non-empty", id="empty-image"),
         pytest.param(lambda spec: spec["steps"][0].pop("image"), "'image' is a required property", id="no-image"),
         pytest.param(lambda spec: spec.pop("name"), "'name' is a required property", id="no-name"),
@@ -192,3 +197,21 @@ def test_every_buildjob_example_is_accepted() -> None:
     for path in examples:
         for document in yaml.safe_load_all(path.read_text()):
             check(document)
+
+
+def test_the_buildjobs_hades_makes_are_accepted() -> None:
+    """What the scheduler side writes for a job (``hades.adapters.k8s.buildjob``) fits the CRD, lowercase memory,
+    Docker-only fields and ``maxRetries`` included."""
+    buildjob = pytest.importorskip("hades.adapters.k8s.buildjob")
+    job = {
+        "name": "grading",
+        "timeout_seconds": 60,
+        "metadata": {"REPO": "https://example.org/r.git"},
+        "steps": [
+            {"id": 1, "image": "alpine", "script": "env", "memory_limit": "2g", "cpu_limit": 2, "metadata": {"A": "1"}},
+            {"id": 2, "image": "busybox", "continue_on_error": True, "memory_limit": "1G", "memory_swap": "4g",
+             "pids_limit": 10, "network": "none"},
+        ],
+    }  # fmt: skip
+    spec = parse_job_request(json.dumps(job).encode())
+    check(buildjob.buildjob_manifest("3f1c2a4e-8d5b-4c7a-9e2f-1a6b8c0d4e21", spec, "hades", max_retries=2))

