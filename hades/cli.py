@@ -8,13 +8,18 @@ import json
 import logging
 import sys
 import time
+import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
+from hades.adapters.k8s.buildjob import buildjob_manifest
+from hades.adapters.k8s.pods import PodSettings, pod_manifest
 from hades.config import Settings, load_settings
+from hades.core.spec import parse_job_request
 from hades.http.dashboard.config import DashboardConfigError
 
 TERMINAL = {"Succeeded", "Failed", "Stopped"}
@@ -84,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("job_id")
     events.add_argument("--json", action="store_true", help="print the raw JSON")
     events.set_defaults(handler=_events)
+
+    k8s = commands.add_parser("k8s", help="Kubernetes tools")
+    k8s_commands = k8s.add_subparsers(required=True, metavar="ACTION")
+    manifest = k8s_commands.add_parser("manifest", help="print the Pod (or BuildJob) a job file would become, as YAML")
+    manifest.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
+    manifest.add_argument("--operator", action="store_true", help="the BuildJob for the operator instead of the Pod")
+    manifest.set_defaults(handler=_k8s_manifest)
     return parser
 
 
@@ -180,6 +192,30 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         status = _follow(client, job_id)
     print(f"{status}")
     return 0 if status == "Succeeded" else 1
+
+
+def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
+    """The manifest for review or ``kubectl apply --dry-run=server -f -``; the job id is the file's, else a new one."""
+    body = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
+    try:
+        spec = parse_job_request(body)
+        job_id = str(spec.id or uuid.uuid4())
+        if args.operator:
+            manifest = buildjob_manifest(job_id, spec, settings.k8s_namespace, max_retries=settings.max_attempts - 1)
+        else:
+            pods = PodSettings(
+                namespace=settings.k8s_namespace,
+                executor_id=settings.executor_id,
+                script_executor=settings.docker_script_executor,
+                image_pull_policy=settings.k8s_image_pull_policy,
+                service_account=settings.k8s_service_account,
+            )
+            manifest = pod_manifest(job_id, 1, spec, pods)
+    except ValueError as error:  # SpecError, BuildJobError, PodSpecError
+        print(f"hades: {error}", file=sys.stderr)
+        return 2
+    print(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True), end="")
+    return 0
 
 
 def _follow(client: httpx.Client, job_id: str) -> str:

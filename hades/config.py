@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     secret_key_patterns: str = Field(default="", validation_alias="SECRET_KEY_PATTERNS")
 
     # executor
-    executor: Literal["docker", "process"] = Field(default="docker", validation_alias="HADES_EXECUTOR")
+    executor: Literal["docker", "k8s", "process"] = Field(default="docker", validation_alias="HADES_EXECUTOR")
     process_workspaces: Path | None = Field(default=None, validation_alias="HADES_PROCESS_WORKSPACES")
     executor_id: str = Field(default_factory=_default_executor_id, validation_alias="HADES_EXECUTOR_ID")
     concurrency: int = Field(default=1, ge=1, validation_alias="CONCURRENCY")
@@ -86,6 +86,30 @@ class Settings(BaseSettings):
     docker_pull_policy: PullPolicy = Field(default=PullPolicy.IF_NOT_PRESENT, validation_alias="DOCKER_PULL_POLICY")
     docker_cpu_limit: int | None = Field(default=None, ge=0, validation_alias="DOCKER_CPU_LIMIT")
     docker_memory_limit: str | None = Field(default=None, validation_alias="DOCKER_MEMORY_LIMIT")
+    k8s_namespace: str = Field(
+        default="hades-executor", validation_alias="K8S_NAMESPACE", description="where the k8s executor runs its Pods"
+    )
+    k8s_kubeconfig: str | None = Field(
+        default=None,
+        validation_alias="K8S_KUBECONFIG",
+        description="a kubeconfig file; default the in-cluster service account, else ~/.kube/config",
+    )
+    k8s_image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(
+        default=None,
+        validation_alias="K8S_IMAGE_PULL_POLICY",
+        description="the steps' imagePullPolicy; default Kubernetes's",
+    )
+    k8s_service_account: str | None = Field(
+        default=None,
+        validation_alias="K8S_SERVICE_ACCOUNT",
+        description="the step Pods' service account (image pull secrets)",
+    )
+    k8s_pull_grace_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias="K8S_PULL_GRACE_SECONDS",
+        description="how long ErrImagePull may last before the step counts as stuck",
+    )
     shutdown_grace_seconds: float = Field(default=30.0, ge=0, validation_alias="SHUTDOWN_GRACE_SECONDS")
     sweep_seconds: float = Field(default=30.0, gt=0, validation_alias="HADES_SWEEP_SECONDS")
     log_max_bytes_per_job: int = Field(default=16 * 1024 * 1024, gt=0, validation_alias="LOG_MAX_BYTES_PER_JOB")

@@ -21,6 +21,8 @@ from prometheus_client import CollectorRegistry
 from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
 from hades.adapters.http_delivery import HttpDelivery
+from hades.adapters.k8s.executor import K8sExecutor
+from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -185,6 +187,8 @@ async def _executor(
     engine: Executor
     if settings.executor == "process":
         engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
+    elif settings.executor == "k8s":
+        engine = await _kubernetes(settings, stack)
     else:
         engine = await _docker(settings, stack)
     logs = NatsLogStore(nc)
@@ -256,6 +260,24 @@ async def _docker(settings: Settings, stack: contextlib.AsyncExitStack) -> Docke
         raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
     stack.push_async_callback(docker.close)
     return docker
+
+
+async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K8sExecutor:
+    pods = PodSettings(
+        namespace=settings.k8s_namespace,
+        executor_id=settings.executor_id,
+        script_executor=settings.docker_script_executor,
+        image_pull_policy=settings.k8s_image_pull_policy,
+        service_account=settings.k8s_service_account,
+    )
+    engine = K8sExecutor(pods, kubeconfig=settings.k8s_kubeconfig, pull_grace=settings.k8s_pull_grace_seconds)
+    try:
+        await engine.start()
+    except Exception as error:
+        await engine.close()
+        raise RuntimeError(f"cannot use the Kubernetes API for namespace {settings.k8s_namespace}: {error}") from error
+    stack.push_async_callback(engine.close)
+    return engine
 
 
 def _notifier(

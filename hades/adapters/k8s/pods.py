@@ -157,15 +157,15 @@ def pod_manifest(
         raise PodSpecError("a job without steps has nothing to run in a Pod")
     names = container_names(spec.steps)
     containers = [container(spec, index, name, job_id, settings) for index, name in enumerate(names)]
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
+    pod_spec: dict[str, Any] = {"restartPolicy": "Never"}
+    if len(containers) > 1:
+        pod_spec["initContainers"] = containers[:-1]
+    pod_spec |= {
         "containers": containers[-1:],
         "volumes": [{"name": SHARED_VOLUME, "emptyDir": {}}],
         "automountServiceAccountToken": False,  # a step has no business with the cluster's API
         "enableServiceLinks": False,  # nor with every Service's address in its environment (Docker has none)
     }
-    if len(containers) > 1:
-        pod_spec["initContainers"] = containers[:-1]
     if spec.timeout_seconds > 0:
         pod_spec["activeDeadlineSeconds"] = spec.timeout_seconds
     if settings.service_account:

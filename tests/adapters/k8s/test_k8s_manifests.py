@@ -21,6 +21,7 @@ from tests.deploy.manifests import buildjob_validator
 #: The oldest and the newest schema version kubernetes-validate ships that we check against.
 KUBERNETES_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())
 SETTINGS = PodSettings(namespace="hades-executor", executor_id="exec-1", image_pull_policy="IfNotPresent")
+BUILDJOB = buildjob_validator()  # the chart's CRD schema, read once
 JOB_ID = "0b6c0f5e-8a63-4c2f-9d55-0f6f3a7c2e11"
 #: The Kubernetes quantity grammar (apimachinery resource.Quantity), for the binary and plain forms emitted.
 QUANTITY = re.compile(r"[0-9]+(Ki|Mi|Gi|Ti|Pi|Ei)?")
@@ -213,7 +214,7 @@ _specs = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=_specs, attempt=st.integers(1, 20))
 def test_every_valid_job_gives_a_pod_the_schemas_accept(spec: JobSpec, attempt: int) -> None:
     assert validate_job_spec(spec) is None
@@ -231,12 +232,12 @@ def test_every_valid_job_gives_a_pod_the_schemas_accept(spec: JobSpec, attempt: 
             assert int(limit[:-2]) * {"Gi": 1024**3, "Mi": 1024**2}[limit[-2:]] == parse_memory(step.memory_limit)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(spec=_specs, retries=st.none() | st.integers(0, 10))
 def test_every_valid_job_gives_a_buildjob_the_crd_accepts(spec: JobSpec, retries: int | None) -> None:
     manifest = buildjob_manifest(JOB_ID, spec, "hades", max_retries=retries)
 
-    errors = [error.message for error in buildjob_validator().iter_errors(manifest)]
+    errors = [error.message for error in BUILDJOB.iter_errors(manifest)]
     assert errors == []
     assert [step["id"] for step in manifest["spec"]["steps"]] == [step.id for step in spec.steps]
 
@@ -290,7 +291,7 @@ def test_a_buildjob_has_the_go_shape_with_the_holes_closed() -> None:
             ],
         },
     }
-    assert list(buildjob_validator().iter_errors(manifest)) == []
+    assert list(BUILDJOB.iter_errors(manifest)) == []
 
 
 @pytest.mark.parametrize(
