@@ -67,3 +67,16 @@ def test_every_role_the_chart_runs_is_a_hades_command(mode: str) -> None:
             if command == "operator" and command not in commands.choices:
                 pytest.xfail("`hades operator` is not in the CLI yet (issue 8, another change)")
             assert command in commands.choices, f"{workload}: hades {command}"
+
+
+def test_every_setting_the_chart_gives_is_one_hades_reads() -> None:
+    """A misspelt variable would be ignored silently (``extra="ignore"``): each name is a Settings alias."""
+    from hades.config import Settings
+
+    known = {field.validation_alias for field in Settings.model_fields.values()} | {"PYTHONDONTWRITEBYTECODE"}
+    values = {"auth": {"secretName": "a"}, "hadesApi": {"dashboard": {"enabled": True, "secretName": "d"}}}
+    for workload, pod in pod_specs(render(values)).items():
+        for container in pod["containers"] + pod.get("initContainers", []):
+            if container["image"].startswith("ghcr.io/hades-scheduler/"):
+                unknown = {item["name"] for item in container.get("env", [])} - known
+                assert not unknown, f"{workload} {container['name']}: {sorted(unknown)}"
