@@ -129,7 +129,9 @@ def test_many_steps_side_by_side_on_uvloop_neither_leak_nor_reuse_descriptors(tm
         assert [r.exit_code for r in results] == [0] * count
         assert [sorted(s.lines) for s in sinks] == [sorted([f"out-{n}", "err"]) for n in range(count)]
         for job in jobs:
-            await executor.cleanup(job)
+            await executor.cleanup(job)  # an empty workspace: removed on the loop
+            assert not executor.workspace(job).exists()
+            await executor.cleanup(job)  # and again: nothing left to remove is fine
 
     async def main() -> None:
         await run(2)  # the loop's and the thread pool's own descriptors, once

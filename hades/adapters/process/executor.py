@@ -84,8 +84,15 @@ class ProcessExecutor:
         return StepResult(exit_code=code if code is None or code >= 0 else 128 - code, phases=phases)
 
     async def cleanup(self, job: JobState) -> None:
-        """Remove the attempt's workspace."""
-        await asyncio.to_thread(shutil.rmtree, self.workspace(job), True)
+        """Remove the attempt's workspace: on the loop when it is empty (one system call, where a thread hop cost
+        more than the work), else in a thread."""
+        workspace = self.workspace(job)
+        try:
+            workspace.rmdir()
+        except FileNotFoundError:
+            return
+        except OSError:  # not empty
+            await asyncio.to_thread(shutil.rmtree, workspace, True)
 
     async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove workspaces of attempts this executor does not run now (left by a crash)."""
