@@ -85,8 +85,9 @@ class NatsEventStore:
     async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
         """Append all of ``events`` or none, after ``expected_seq``; returns the sequence of the last one.
 
-        Several events (``step_finished`` with ``failed``, ``submitted`` with ``queued``) go in one atomic batch,
-        so a crash can never leave half of a decision in the log.
+        Several events go in one JetStream atomic batch, so a crash cannot leave half of them in the log. Hades's
+        own writers append one event at a time instead (``JobHandle.run``; ``lifecycle.conclusion`` covers the
+        gap): a batch costs a file-backed stream about 40 times the server time of a plain append.
         """
         if not events:
             return expected_seq
