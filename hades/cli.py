@@ -61,9 +61,15 @@ def _parser() -> argparse.ArgumentParser:
 
     streams = commands.add_parser("streams", help="the NATS topology from streams.yaml")
     streams_commands = streams.add_subparsers(required=True, metavar="ACTION")
-    streams_commands.add_parser("apply", help="create or update streams and consumers").set_defaults(
-        handler=_streams_apply
+    streams_apply = streams_commands.add_parser("apply", help="create or update streams and consumers")
+    streams_apply.add_argument(
+        "--replicas",
+        type=int,
+        choices=range(1, 6),
+        metavar="N",
+        help="copies of every stream, bucket and object store, 1 to 5 (3 on a NATS cluster)",
     )
+    streams_apply.set_defaults(handler=_streams_apply)
 
     submit = commands.add_parser("submit", help="submit a job file to a running Hades")
     submit.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
@@ -146,7 +152,9 @@ def _role(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _streams_apply(_args: argparse.Namespace, settings: Settings) -> int:
+def _streams_apply(args: argparse.Namespace, settings: Settings) -> int:
+    if args.replicas is not None:
+        settings = settings.model_copy(update={"stream_replicas": args.replicas})
     _run(_apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=False))
     return 0
 
@@ -155,9 +163,12 @@ async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
     from hades.adapters.nats.connection import connect
     from hades.adapters.nats.topology import apply, load_topology
 
+    topology = load_topology(settings.streams_file)
+    if settings.stream_replicas is not None:
+        topology = topology.with_replicas(settings.stream_replicas)
     nc = await connect(url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
     try:
-        report = await apply(nc.jetstream(), load_topology(settings.streams_file))
+        report = await apply(nc.jetstream(), topology)
     finally:
         await nc.close()
     for verb, names in (

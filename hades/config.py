@@ -49,6 +49,13 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default=Path(".hades"), validation_alias="HADES_DATA_DIR")
     streams_file: Path | None = Field(default=None, validation_alias="HADES_STREAMS_FILE")
+    stream_replicas: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        validation_alias="HADES_STREAM_REPLICAS",
+        description="`streams apply`: copies of every stream, bucket and object store (3 on a NATS cluster)",
+    )
     snapshot_seconds: float = Field(default=300.0, ge=0, validation_alias="HADES_SNAPSHOT_SECONDS")
     publish_timeout: float = Field(default=5.0, validation_alias="HADES_PUBLISH_TIMEOUT")
 
@@ -63,6 +70,24 @@ class Settings(BaseSettings):
     auth_key: str = Field(default="", validation_alias="AUTH_KEY")
     log_manager_port: int = Field(default=8081, validation_alias="LOG_MANAGER_PORT")
     api_url: str | None = Field(default=None, validation_alias="HADES_API_URL")
+    max_request_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        validation_alias="MAX_REQUEST_BYTES",
+        description="the largest request body the API reads; a larger one is refused with 413",
+    )
+
+    # where callback_url and status_callback_url may point (against SSRF); see docs/security.md
+    callback_allowed_hosts: str = Field(
+        default="",
+        validation_alias="CALLBACK_ALLOWED_HOSTS",
+        description="comma-separated host names, patterns like *.example.com, and CIDR ranges; empty = any host",
+    )
+    callback_deny_private: bool = Field(
+        default=False,
+        validation_alias="CALLBACK_DENY_PRIVATE",
+        description="refuse loopback, private, link-local, unique-local and multicast addresses after resolution",
+    )
 
     # dashboard: on only when the username, the bcrypt hash and the session secret are all set
     dashboard_username: str = Field(default="", validation_alias="DASHBOARD_USERNAME")

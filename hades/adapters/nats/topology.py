@@ -2,6 +2,10 @@
 
 Only ``hades streams apply`` (and ``hades up``) change streams; running roles call :func:`verify` and refuse to
 start against a server that lacks them, so no service silently rewrites a stream's configuration.
+
+On a NATS cluster the same file is applied with a replica count for everything (``hades streams apply --replicas 3``
+or ``HADES_STREAM_REPLICAS``): :meth:`Topology.with_replicas` sets it on every stream, key-value bucket and object
+store; durable consumers ask for no count of their own and so follow their stream's.
 """
 
 from __future__ import annotations
@@ -99,6 +103,15 @@ class BucketSpec(BaseModel):
 
     history: int = 1
     ttl: float | None = None
+    replicas: int = 1
+
+
+class ObjectStoreSpec(BaseModel):
+    """One object store as declared."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replicas: int = 1
 
 
 class Topology(BaseModel):
@@ -109,7 +122,20 @@ class Topology(BaseModel):
     streams: dict[str, StreamSpec]
     consumers: dict[str, dict[str, ConsumerSpec]] = Field(default_factory=dict)
     key_value: dict[str, BucketSpec] = Field(default_factory=dict)
-    object_stores: dict[str, dict[str, int]] = Field(default_factory=dict)
+    object_stores: dict[str, ObjectStoreSpec] = Field(default_factory=dict)
+
+    def with_replicas(self, replicas: int) -> Topology:
+        """The same topology with ``replicas`` copies of every stream, bucket and object store (R3 on a cluster)."""
+        if replicas < 1:
+            raise ValueError(f"replicas must be at least 1, not {replicas}")
+        copies = {"replicas": replicas}
+        return self.model_copy(
+            update={
+                "streams": {name: spec.model_copy(update=copies) for name, spec in self.streams.items()},
+                "key_value": {name: spec.model_copy(update=copies) for name, spec in self.key_value.items()},
+                "object_stores": {name: spec.model_copy(update=copies) for name, spec in self.object_stores.items()},
+            }
+        )
 
 
 def load_topology(path: Path | None = None) -> Topology:
@@ -136,8 +162,8 @@ async def apply(js: JetStreamContext, topology: Topology) -> ApplyReport:
         await _apply_stream(js, name, spec.config(name), report)
     for bucket, bucket_spec in topology.key_value.items():
         await _apply_bucket(js, bucket, bucket_spec, report)
-    for bucket in topology.object_stores:
-        await _apply_object_store(js, bucket, report)
+    for bucket, store_spec in topology.object_stores.items():
+        await _apply_object_store(js, bucket, store_spec, report)
     for stream, consumers in topology.consumers.items():
         for name, consumer in consumers.items():
             await _apply_consumer(js, stream, name, consumer.config(name), report)
@@ -178,20 +204,33 @@ async def _apply_bucket(js: JetStreamContext, bucket: str, spec: BucketSpec, rep
     try:
         await js.key_value(bucket)
     except (NotFoundError, BucketNotFoundError):
-        await js.create_key_value(bucket=bucket, history=spec.history, ttl=spec.ttl, direct=True)
+        await js.create_key_value(
+            bucket=bucket, history=spec.history, ttl=spec.ttl, direct=True, replicas=spec.replicas
+        )
         report.created.append(f"bucket {bucket}")
         return
-    report.unchanged.append(f"bucket {bucket}")
+    await _apply_replicas(js, f"KV_{bucket}", f"bucket {bucket}", spec.replicas, report)
 
 
-async def _apply_object_store(js: JetStreamContext, bucket: str, report: ApplyReport) -> None:
+async def _apply_object_store(js: JetStreamContext, bucket: str, spec: ObjectStoreSpec, report: ApplyReport) -> None:
     try:
         await js.object_store(bucket)
     except (NotFoundError, BucketNotFoundError):
-        await js.create_object_store(bucket)
+        await js.create_object_store(bucket, replicas=spec.replicas)
         report.created.append(f"object store {bucket}")
         return
-    report.unchanged.append(f"object store {bucket}")
+    await _apply_replicas(js, f"OBJ_{bucket}", f"object store {bucket}", spec.replicas, report)
+
+
+async def _apply_replicas(js: JetStreamContext, stream: str, what: str, replicas: int, report: ApplyReport) -> None:
+    """Scale the stream under a bucket or object store (the one setting of theirs that ``apply`` changes)."""
+    config = (await js.stream_info(stream)).config
+    if config.num_replicas == replicas:
+        report.unchanged.append(what)
+        return
+    config.num_replicas = replicas
+    await js.update_stream(config=config)
+    report.updated.append(what)
 
 
 def _differs(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
