@@ -13,8 +13,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hades.core.urls import CallbackPolicy
 
 
 class PullPolicy(StrEnum):
@@ -158,6 +160,17 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1, validation_alias="MAX_ATTEMPTS")
     priority_aging_seconds: float | None = Field(default=None, gt=0, validation_alias="PRIORITY_AGING_SECONDS")
     watchdog_seconds: float = Field(default=2.0, gt=0, validation_alias="HADES_WATCHDOG_SECONDS")
+
+    @field_validator("callback_allowed_hosts")
+    @classmethod
+    def _callback_hosts_parse(cls, value: str) -> str:
+        CallbackPolicy.parse(value)  # a bad entry stops the process at start-up, naming the entry
+        return value
+
+    @property
+    def callback_policy(self) -> CallbackPolicy:
+        """Where callback URLs may point."""
+        return CallbackPolicy.parse(self.callback_allowed_hosts, self.callback_deny_private)
 
     @property
     def process_root(self) -> Path:

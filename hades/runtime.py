@@ -289,7 +289,7 @@ def _notifier(
         backoff_base=settings.log_forward_backoff_base,
         backoff_max=settings.log_forward_backoff_max,
     )
-    delivery = HttpDelivery(options.timeout)
+    delivery = HttpDelivery(options.timeout, policy=settings.callback_policy)
     stack.push_async_callback(delivery.aclose)
     return notifier_router(LogForwarder(store, clock, NatsLogStore(nc), delivery.post_json, options))
 
@@ -304,7 +304,7 @@ def _webhooks(
         backoff_max=settings.webhook_backoff_max,
         secret=settings.webhook_secret,
     )
-    delivery = HttpDelivery(options.timeout)
+    delivery = HttpDelivery(options.timeout, policy=settings.callback_policy)
     stack.push_async_callback(delivery.aclose)
     return WebhookSender(store, clock, delivery.post_json, options)
 
@@ -349,12 +349,13 @@ def _api(
         projections=projections,
         clock=clock,
         auth_key=settings.auth_key,
+        callbacks=settings.callback_policy,
         webhooks=webhooks,
         tracer=tracing.tracer,
         registry=registry,
     )
     config = uvicorn.Config(
-        create_app(services, LOG_MANAGER_ROUTES if log_manager else None, dashboard),
+        create_app(services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes),
         host=settings.api_host,
         port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",

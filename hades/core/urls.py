@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
+from urllib.parse import unquote
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _BAD_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
@@ -98,3 +100,120 @@ def _is_ipv6_literal(literal: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- where callbacks may go (ours, against SSRF) --------------------------------------------------------------
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+# Beyond what ``ipaddress`` calls private: carrier-grade NAT, which cloud networks use inside.
+_SHARED_ADDRESS_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
+
+
+def callback_host(url: str) -> str:
+    """The host a valid callback URL names, %-escapes decoded (an IPv6 literal without its brackets and zone)."""
+    parsed = _parse_url(url)
+    host = parsed[1] if parsed is not None else ""
+    return unquote(host.partition("%25")[0])
+
+
+def address_kind(address: Address) -> str | None:
+    """What makes ``address`` internal (``"loopback"``, ``"private"``...), or None for a public address.
+
+    An IPv4 address mapped into IPv6 (``::ffff:127.0.0.1``) is judged as the IPv4 address it reaches.
+    """
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    kinds = (
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("unspecified", address.is_unspecified),
+        ("unique-local" if address.version == 6 else "private", address.is_private),
+        ("shared (carrier-grade NAT)", address in _SHARED_ADDRESS_SPACE),
+        ("reserved", address.is_reserved),
+    )
+    return next((kind for kind, matches in kinds if matches), None)
+
+
+def _ip(text: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(text.strip("[]").partition("%")[0])
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class CallbackPolicy:
+    """Where ``callback_url`` and ``status_callback_url`` may point (``CALLBACK_ALLOWED_HOSTS``,
+    ``CALLBACK_DENY_PRIVATE``); the default allows any host, as the Go Hades does.
+
+    A target is allowed when its host name matches one of ``names`` (exact, or ``*.example.com`` for any name
+    below ``example.com``), or when its address lies in one of ``networks``. With ``deny_private``, an address that
+    is loopback, private, link-local (169.254.169.254, the cloud metadata service, included), unique-local,
+    multicast or otherwise internal is refused unless one of ``networks`` names it explicitly.
+    """
+
+    names: tuple[str, ...] = ()
+    networks: tuple[Network, ...] = ()
+    deny_private: bool = False
+
+    @classmethod
+    def parse(cls, allowed: str, deny_private: bool = False) -> CallbackPolicy:
+        """From the settings' text; raises ValueError naming an entry that is neither a name nor a CIDR range."""
+        names, networks = [], []
+        for entry in (part.strip().lower().rstrip(".") for part in allowed.split(",")):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                if not _HOST_PATTERN.fullmatch(entry):
+                    raise ValueError(
+                        f"CALLBACK_ALLOWED_HOSTS: {entry!r} is neither a host name, a *.domain pattern nor a CIDR range"
+                    ) from None
+                names.append(entry)
+        return cls(tuple(names), tuple(networks), deny_private)
+
+    @property
+    def restricts(self) -> bool:
+        """Whether any target is refused at all."""
+        return bool(self.names or self.networks or self.deny_private)
+
+    def host_refusal(self, host: str) -> str | None:
+        """Why a URL naming ``host`` is refused before anything is resolved, or None.
+
+        A host name that no entry names passes here only while CIDR ranges are allowed (it may resolve into one);
+        every address is checked again when a delivery connects (:meth:`address_refusal`).
+        """
+        address = _ip(host)
+        if address is not None:
+            return self.address_refusal(host, address)
+        if (self.names or self.networks) and not self.names_host(host) and not self.networks:
+            return f"callback URL host {host} is not allowed (CALLBACK_ALLOWED_HOSTS)"
+        return None
+
+    def address_refusal(self, host: str, address: Address | str) -> str | None:
+        """Why connecting to ``address``, which ``host`` resolved to, is refused, or None."""
+        ip = _ip(address) if isinstance(address, str) else address
+        if ip is None:
+            return f"callback URL host {host} resolved to {address!r}, which is not an IP address"
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if any(ip in network for network in self.networks):
+            return None
+        target = f"callback URL host {host}" if str(ip) == host else f"callback URL host {host} ({ip})"
+        kind = address_kind(ip) if self.deny_private else None
+        if kind is not None:
+            return f"{target} is a {kind} address (CALLBACK_DENY_PRIVATE)"
+        if (self.names or self.networks) and not self.names_host(host):
+            return f"{target} is not allowed (CALLBACK_ALLOWED_HOSTS)"
+        return None
+
+    def names_host(self, host: str) -> bool:
+        """Whether a name entry allows ``host`` (case and a trailing dot do not matter)."""
+        host = host.lower().rstrip(".")
+        return any(host == name or (name.startswith("*.") and host.endswith(name[1:])) for name in self.names)
+
+
+_HOST_PATTERN = re.compile(r"(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")

@@ -7,7 +7,9 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, get
 from litestar.datastructures import MutableScopeHeaders, State
+from litestar.enums import MediaType
 from litestar.exceptions import NotAuthorizedException, NotFoundException
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import File
 from litestar.types import Message, Scope
 
@@ -21,6 +23,8 @@ from hades.http.jobs import get_events, get_job, get_logs, get_status, health, l
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
 
+#: ``MAX_REQUEST_BYTES``'s default: the NATS server's default ``max_payload``, so a job the API reads fits in one event.
+MAX_REQUEST_BYTES = 1024 * 1024
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -75,6 +79,16 @@ API_ROUTES = [
 LOG_MANAGER_ROUTES = [list_jobs, get_logs, get_status, health]
 
 
+def _too_large(request: Request[Any, Any, State], _error: RequestEntityTooLarge) -> Response[Any]:
+    """413 naming the limit, raised while the body is read: on ``Content-Length`` alone, or once a chunked body
+    has passed the limit (the rest is never read). The dashboard's ``/api`` routes answer ``{"error": ...}``."""
+    limit = request.route_handler.resolve_request_max_body_size()
+    message = f"request body too large: the limit is {limit} bytes (MAX_REQUEST_BYTES)"
+    if request.url.path.startswith("/api/"):
+        return Response(content={"error": message}, status_code=413)
+    return Response(content=message, status_code=413, media_type=MediaType.TEXT)
+
+
 def _is_page(request: Request[Any, Any, State]) -> bool:
     """A browser navigating to one of the app's pages, which share paths with the JSON routes (``/jobs``)."""
     path = request.url.path
@@ -99,10 +113,16 @@ def _not_found(request: Request[Any, Any, State], error: NotFoundException) -> R
     return Response(content={"status_code": 404, "detail": error.detail}, status_code=404)
 
 
-def create_app(services: ApiServices, routes: list[Any] | None = None, dashboard: Dashboard | None = None) -> Litestar:
+def create_app(
+    services: ApiServices,
+    routes: list[Any] | None = None,
+    dashboard: Dashboard | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+) -> Litestar:
     """The API (or another set of its routes) over the given services, with the dashboard when it is configured.
 
-    The dashboard's ``/api`` routes are always there: while it is off they answer 503, as the Go Hades's do.
+    The dashboard's ``/api`` routes are always there: while it is off they answer 503, as the Go Hades's do. No
+    request body larger than ``max_request_bytes`` is read.
     """
     handlers = list(routes or [*API_ROUTES, *DASHBOARD_ROUTES])
     if dashboard is not None and routes is None:
@@ -116,7 +136,8 @@ def create_app(services: ApiServices, routes: list[Any] | None = None, dashboard
             NotAuthorizedException: _unauthorized,
             DashboardError: dashboard_error,
             NotFoundException: _not_found,
+            RequestEntityTooLarge: _too_large,
         },
         openapi_config=None,
-        request_max_body_size=10 * 1024 * 1024,
+        request_max_body_size=max_request_bytes,
     )

@@ -13,7 +13,8 @@ from opentelemetry.trace import StatusCode
 
 from hades.core.errors import EventTooLarge, HadesError, SpecError
 from hades.core.lifecycle import SubmitJob, decide
-from hades.core.spec import parse_job_request
+from hades.core.spec import JobSpec, parse_job_request
+from hades.core.urls import CallbackPolicy, callback_host
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.services import ApiServices
 from hades.tracing import parent_context
@@ -33,6 +34,9 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
         spec = parse_job_request(await request.body())
     except SpecError as error:
         return _text(400, str(error))
+    refused = refused_callback(spec, services.callbacks)
+    if refused is not None:
+        return _text(400, refused)
     job_id = str(uuid.uuid4())
     by = USER if services.auth_key else None
     events = decide(None, SubmitJob(job_id=job_id, spec=spec, submitted_by=by), services.clock.now())
@@ -50,3 +54,13 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     if not await services.projections.wait_for(seq):
         log.warning("job %s was enqueued but the API's views lag behind the log", job_id)
     return Response(content={"message": "Successfully enqueued job", "job_id": job_id}, status_code=200)
+
+
+def refused_callback(spec: JobSpec, policy: CallbackPolicy) -> str | None:
+    """The 400 body when a callback URL points where ``CALLBACK_ALLOWED_HOSTS`` / ``CALLBACK_DENY_PRIVATE`` forbid,
+    in the Go message's form (``Invalid callback_url: ...``); None when both may be used."""
+    for field, url in (("callback_url", spec.callback_url), ("status_callback_url", spec.status_callback_url)):
+        reason = policy.host_refusal(callback_host(url)) if url and policy.restricts else None
+        if reason is not None:
+            return f"Invalid {field}: {reason}"
+    return None

@@ -8,6 +8,7 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry
 
 from hades.core.ports import Clock, EventStore, LogStore
+from hades.core.urls import CallbackPolicy
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
@@ -27,6 +28,7 @@ class ApiServices:
     webhooks: WebhookSender | None = None  # for manual redeliveries; None where the API is not to send any
     tracer: trace.Tracer = field(default_factory=trace.NoOpTracer)
     registry: CollectorRegistry | None = None  # the process's own metrics, rendered on /metrics with the views'
+    callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)  # where a job's callback URLs may point
 
     @property
     def jobs(self) -> JobsView:
