@@ -27,6 +27,22 @@ class StartAttempt:
 
     attempt: int
     executor_id: str
+    executor_labels: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MarkUnschedulable:
+    """No live executor can take the queued attempt; say why (the scheduler's watchdog decides)."""
+
+    attempt: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkSchedulable:
+    """An executor that can take the queued attempt is alive again."""
+
+    attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +151,8 @@ Command = (
     | ConcludeJob
     | QueueJob
     | StartAttempt
+    | MarkUnschedulable
+    | MarkSchedulable
     | MarkPrepared
     | StartStep
     | FinishStep

@@ -46,25 +46,48 @@ class JobSubmitted(_Event):
 
 
 class JobQueued(_Event):
-    """An attempt of the job waits for an executor in its priority's queue."""
+    """An attempt of the job waits for an executor in its priority's queue.
+
+    ``pool`` is set for a job with constraints or resources: the key of its placement (``hades.core.constraints``),
+    so only the executors whose labels satisfy it take it.
+    """
 
     type: Literal["queued"] = "queued"
     attempt: int
     priority: Priority
     reason: str | None = None
+    pool: str | None = None
 
     @property
     def subject_token(self) -> str:
-        """Queued events carry the priority so each priority is its own queue."""
-        return f"queued.{self.priority.value}"
+        """Queued events carry the priority so each priority is its own queue, then the pool if there is one
+        (``queued.high.<pool>``: one token more, so ``queued.high`` filters never see pooled jobs)."""
+        return f"queued.{self.priority.value}" if self.pool is None else f"queued.{self.priority.value}.{self.pool}"
 
 
 class JobStarted(_Event):
-    """An executor took the attempt and owns it until a terminal event."""
+    """An executor took the attempt and owns it until a terminal event; ``executor_labels`` are the labels it
+    advertised (absent from events written before executor pools)."""
 
     type: Literal["started"] = "started"
     attempt: int
     executor_id: str
+    executor_labels: dict[str, str] | None = None
+
+
+class JobMarkedUnschedulable(_Event):
+    """No live executor can take the queued attempt (the scheduler looked); ``reason`` says what is missing."""
+
+    type: Literal["unschedulable"] = "unschedulable"
+    attempt: int
+    reason: str
+
+
+class JobMarkedSchedulable(_Event):
+    """An executor that can take the queued attempt is alive again; the unschedulable reason no longer holds."""
+
+    type: Literal["schedulable"] = "schedulable"
+    attempt: int
 
 
 class JobPrepared(_Event):
@@ -179,6 +202,8 @@ Event = Annotated[
     JobSubmitted
     | JobQueued
     | JobStarted
+    | JobMarkedUnschedulable
+    | JobMarkedSchedulable
     | JobPrepared
     | StepStarted
     | StepFinished

@@ -17,6 +17,8 @@ from hades.core.commands import (
     FailJob,
     FinishStep,
     MarkPrepared,
+    MarkSchedulable,
+    MarkUnschedulable,
     PromoteJob,
     QueueJob,
     RecordLogsDelivery,
@@ -34,6 +36,8 @@ from hades.core.events import (
     Event,
     JobCancelRequested,
     JobFailed,
+    JobMarkedSchedulable,
+    JobMarkedUnschedulable,
     JobPrepared,
     JobQueued,
     JobStarted,
@@ -49,7 +53,8 @@ from hades.core.events import (
     WebhookFailed,
 )
 from hades.core.reasons import MAX_REASON_CHARS, cap_reason
-from hades.core.state import JobState, Status, StepState, StepStatus, replace
+from hades.core.spec import Priority
+from hades.core.state import AttemptRun, JobState, Status, StepState, StepStatus, replace
 
 __all__ = [
     "MAX_REASON_CHARS",
@@ -59,6 +64,8 @@ __all__ = [
     "FinishStep",
     "JobState",
     "MarkPrepared",
+    "MarkSchedulable",
+    "MarkUnschedulable",
     "PromoteJob",
     "QueueJob",
     "RecordLogsDelivery",
@@ -102,7 +109,7 @@ def evolve(state: JobState | None, event: Event) -> JobState:
     return _evolve_existing(state, event, state.events + 1)
 
 
-def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:
+def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:  # noqa: C901 - flat dispatch
     """The next state, its event count ``n`` set in the same copy (the fold copies the state once an event)."""
     match event:
         case JobSubmitted():
@@ -121,16 +128,9 @@ def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:
                 events=n,
             )
         case JobStarted():
-            steps = tuple(StepState(index=i, step_id=s.id) for i, s in enumerate(state.spec.steps))
-            return replace(
-                state,
-                status=Status.RUNNING,
-                started_at=event.at,
-                executor_id=event.executor_id,
-                steps=steps,
-                reason=None,
-                events=n,
-            )
+            return _started(state, event, n)
+        case JobMarkedUnschedulable() | JobMarkedSchedulable():
+            return _placement_marked(state, event, n)
         case JobPrepared():
             return replace(state, events=n)
         case StepStarted():
@@ -155,6 +155,31 @@ def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:
             return replace(evolve_delivery(state, event), events=n)
         case _:
             assert_never(event)
+
+
+def _started(state: JobState, event: JobStarted, n: int) -> JobState:
+    steps = tuple(StepState(index=i, step_id=s.id) for i, s in enumerate(state.spec.steps))
+    labels = event.executor_labels or {}
+    run = AttemptRun(attempt=event.attempt, executor_id=event.executor_id, executor_labels=labels, started_at=event.at)
+    return replace(
+        state,
+        status=Status.RUNNING,
+        started_at=event.at,
+        executor_id=event.executor_id,
+        executor_labels=event.executor_labels,
+        runs=(*state.runs, run),
+        unschedulable_since=None,
+        steps=steps,
+        reason=None,
+        events=n,
+    )
+
+
+def _placement_marked(state: JobState, event: JobMarkedUnschedulable | JobMarkedSchedulable, n: int) -> JobState:
+    if isinstance(event, JobMarkedSchedulable):
+        return replace(state, reason=None, unschedulable_since=None, events=n)
+    since = state.unschedulable_since or event.at  # a changed reason keeps the first moment, for the timeout
+    return replace(state, reason=event.reason, unschedulable_since=since, events=n)
 
 
 _ENDS = {"succeeded": Status.SUCCEEDED, "failed": Status.FAILED, "stopped": Status.STOPPED}
@@ -222,6 +247,8 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return [_queue(state, now)]
         case StartAttempt():
             return _start_attempt(state, command, now)
+        case MarkUnschedulable() | MarkSchedulable():
+            return [_placement_verdict(state, command, now)]
         case MarkPrepared():
             _require_running(state, command.attempt)
             return [JobPrepared(job_id=state.job_id, at=now, attempt=command.attempt, phases=command.phases)]
@@ -272,25 +299,52 @@ def _concluded(state: JobState, event: Event, now: datetime) -> list[Event]:
     return [event] if due is None else [event, due]
 
 
+def _queued(state: JobState, now: datetime, attempt: int, priority: Priority, reason: str | None) -> JobQueued:
+    """Every queued event of a job carries its pool, so each of its attempts waits for the same executors."""
+    placement = state.spec.placement
+    pool = placement.key if placement is not None else None
+    return JobQueued(job_id=state.job_id, at=now, attempt=attempt, priority=priority, reason=reason, pool=pool)
+
+
 def _queue(state: JobState, now: datetime) -> JobQueued:
     if not state.awaiting_queue:
         raise InvalidTransition(f"job {state.job_id} is queued already (attempt {state.attempt})")
-    return JobQueued(job_id=state.job_id, at=now, attempt=state.attempt + 1, priority=state.priority)
+    return _queued(state, now, state.attempt + 1, state.priority, None)
 
 
 def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
     _require_queued(state, command.attempt)
-    started = JobStarted(job_id=state.job_id, at=now, attempt=command.attempt, executor_id=command.executor_id)
+    started = JobStarted(
+        job_id=state.job_id,
+        at=now,
+        attempt=command.attempt,
+        executor_id=command.executor_id,
+        executor_labels=command.executor_labels,
+    )
     return _concluded(state, started, now)  # a job without steps is done at once
+
+
+def _placement_verdict(
+    state: JobState, command: MarkUnschedulable | MarkSchedulable, now: datetime
+) -> JobMarkedUnschedulable | JobMarkedSchedulable:
+    """Record whether a live executor can take the queued attempt; only a change is recorded."""
+    _require_queued(state, command.attempt)
+    marked = state.unschedulable_since is not None
+    if isinstance(command, MarkSchedulable):
+        if not marked:
+            raise InvalidTransition(f"job {state.job_id} is not marked unschedulable")
+        return JobMarkedSchedulable(job_id=state.job_id, at=now, attempt=command.attempt)
+    reason = cap_reason(command.reason)
+    if marked and state.reason == reason:
+        raise InvalidTransition(f"job {state.job_id} is marked unschedulable already: {reason}")
+    return JobMarkedUnschedulable(job_id=state.job_id, at=now, attempt=command.attempt, reason=reason)
 
 
 def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
     _require_queued(state, command.attempt)
     if command.priority.as_int <= state.priority.as_int:
         raise InvalidTransition(f"job {state.job_id} is {state.priority} already, not below {command.priority}")
-    return JobQueued(
-        job_id=state.job_id, at=now, attempt=command.attempt, priority=command.priority, reason=command.reason
-    )
+    return _queued(state, now, command.attempt, command.priority, command.reason)
 
 
 def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> list[Event]:
@@ -311,7 +365,7 @@ def _end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: 
         # Handed back after a cancel was asked for: the job stops rather than run again.
         return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=_cancel_reason(state.cancel_requested_by))
     if isinstance(command, RequeueJob):
-        return JobQueued(job_id=job_id, at=now, attempt=attempt + 1, priority=state.priority, reason=reason)
+        return _queued(state, now, attempt + 1, state.priority, reason)
     if isinstance(command, FailJob):
         return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
     return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)

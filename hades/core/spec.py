@@ -8,7 +8,9 @@ plain-text 400 body of the Go API.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +31,14 @@ from pydantic import (
     field_serializer,
 )
 
+from hades.core.constraints import (
+    Constraint,
+    Placement,
+    Resources,
+    constraints_problem,
+    placement_of,
+    resources_problem,
+)
 from hades.core.errors import SpecError
 from hades.core.memory import INT64_MAX, INT64_MIN, MemoryFormatError, parse_memory
 from hades.core.urls import validate_callback_url
@@ -168,7 +178,11 @@ class Step(_GoStruct):
 
 
 class JobSpec(_GoStruct):
-    """A job as submitted (Go's RESTPayload): its steps run in array order."""
+    """A job as submitted (Go's RESTPayload): its steps run in array order.
+
+    ``constraints`` and ``resources`` are ours (executor pools, ``hades.core.constraints``); Go clients never send
+    them, and a job without them is stored exactly as before.
+    """
 
     id: UUID | None = None
     name: StrictStr = ""
@@ -179,11 +193,18 @@ class JobSpec(_GoStruct):
     status_callback_url: StrictStr = ""
     timeout_seconds: _Int64 = 0
     priority: _Int64 = 3
+    constraints: tuple[Constraint, ...] = Field(default=(), exclude_if=lambda value: not value)
+    resources: Resources | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @property
     def priority_name(self) -> Priority:
         """The queue this job's priority number maps to."""
         return Priority.from_int(self.priority)
+
+    @functools.cached_property
+    def placement(self) -> Placement | None:
+        """Where the job may run, normalised (its pool); None when any executor may take it."""
+        return placement_of(self.constraints, self.resources)
 
     @field_serializer("id", when_used="json")
     def _id_as_text(self, value: object) -> str | None:
@@ -269,6 +290,10 @@ def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, curr
         return _decode_metadata(value, current or {})
     if name == "steps":
         return _decode_steps(value, current or [])
+    if name == "constraints":
+        return _decode_constraints(value)
+    if name == "resources":
+        return _decode_resources(value)
     try:  # a scalar: Go's reading of ids and times, then the model's own field definition
         read = _GO_READERS.get(name) if model is JobSpec else None
         return getattr(model.model_validate({name: read(value) if read else value}), name)
@@ -298,6 +323,54 @@ def _decode_steps(value: Any, current: list[dict[str, Any]]) -> list[dict[str, A
         existing = current[index] if index < len(current) else {}
         steps.append(existing if item is None else _decode_struct(Step, item, existing))
     return steps
+
+
+# Ours, not Go's: decoding errors of these name the problem instead of "Invalid JSON body". Nomad's JSON API
+# names (LTarget, Operand, RTarget) are read too.
+_CONSTRAINT_KEYS = {
+    "attribute": "attribute",
+    "ltarget": "attribute",
+    "operator": "operator",
+    "operand": "operator",
+    "value": "value",
+    "rtarget": "value",
+}
+_CONSTRAINTS_SHAPE = 'must be a list of objects such as {"attribute": "os", "operator": "=", "value": "linux"}'
+
+
+def _decode_constraints(value: Any) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+        raise SpecError(f"Invalid constraints: {_CONSTRAINTS_SHAPE}")
+    constraints = []
+    for index, item in enumerate(value):
+        fields: dict[str, str] = {}
+        for key, member in item.members:
+            name = _CONSTRAINT_KEYS.get(key.lower())
+            if name is None or member is None:
+                continue
+            if not isinstance(member, str):
+                raise SpecError(f"Invalid constraints[{index}]: {key} must be a string")
+            fields[name] = member
+        constraints.append(fields)
+    return constraints
+
+
+def _decode_resources(value: Any) -> dict[str, Any]:
+    if not isinstance(value, _JSONObject):
+        raise SpecError('Invalid resources: must be an object such as {"cpu": 2, "memory": "4g"}')
+    fields: dict[str, Any] = {}
+    for key, member in value.members:
+        name = key.lower()
+        if name == "cpu" and member is not None:
+            number = isinstance(member, int | float) and not isinstance(member, bool)
+            if not number or not math.isfinite(member):
+                raise SpecError("Invalid resources: cpu must be a number of cores")
+            fields["cpu"] = member
+        elif name == "memory" and member is not None:
+            if not isinstance(member, str):
+                raise SpecError('Invalid resources: memory must be a size string such as "512m" or "2g"')
+            fields["memory"] = member
+    return fields
 
 
 def _decode_job(body: bytes) -> JobSpec:
@@ -331,7 +404,8 @@ def validate_job_spec(spec: JobSpec) -> str | None:
     """The Go API's first complaint about a decoded job (its 400 body), or None when the job is valid.
 
     The order is Go's: the name, the timeout, then each step in array order, then the callback URL; the
-    job-status webhook's URL (ours, not Go's) comes last and is checked like the callback URL.
+    job-status webhook's URL (ours, not Go's) is checked like the callback URL; the constraints and resources
+    (ours too) come last.
     """
     if not spec.name:
         return 'Invalid request payload: "name" is required'
@@ -347,7 +421,7 @@ def validate_job_spec(spec: JobSpec) -> str | None:
         reason = validate_callback_url(url) if url else None
         if reason is not None:
             return f"Invalid {field}: {reason}"
-    return None
+    return constraints_problem(spec.constraints) or resources_problem(spec.resources)
 
 
 def _step_problem(step: Step) -> str | None:

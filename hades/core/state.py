@@ -52,6 +52,16 @@ class StepState:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptRun:
+    """Which executor ran (or runs) one attempt, and the labels it advertised then."""
+
+    attempt: int
+    executor_id: str
+    executor_labels: dict[str, str]
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class JobState:
     """Everything the lifecycle needs to know about one job, folded from its events."""
 
@@ -73,6 +83,9 @@ class JobState:
     logs_delivery_attempts: int = 0
     webhook_delivery: str | None = None  # "delivered" or "failed": the latest settled status_callback_url delivery
     webhook_delivery_attempts: int = 0  # the highest delivery attempt recorded
+    executor_labels: dict[str, str] | None = None  # the labels the current attempt's executor advertised
+    runs: tuple[AttemptRun, ...] = ()  # every attempt an executor took, oldest first
+    unschedulable_since: datetime | None = None  # while no live executor can take the queued attempt
 
     @property
     def name(self) -> str:
