@@ -355,7 +355,9 @@ def _api(
         registry=registry,
     )
     config = uvicorn.Config(
-        create_app(services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes),
+        create_app(
+            services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
+        ),
         host=settings.api_host,
         port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",

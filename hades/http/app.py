@@ -20,8 +20,11 @@ from hades.http.dashboard.routes import ROUTES as DASHBOARD_ROUTES
 from hades.http.dashboard.routes import STATIC_FILES, DashboardError, dashboard_error, index_html
 from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
+from hades.http.openapi import PATH as OPENAPI_PATH
+from hades.http.openapi import openapi_config
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
+from hades.http.wire import Pong, json_answer
 
 #: ``MAX_REQUEST_BYTES``'s default: the NATS server's default ``max_payload``, so a job the API reads fits in one event.
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -38,13 +41,13 @@ SECURITY_HEADERS = {
 }
 
 
-@get("/ping", sync_to_thread=False)
+@get("/ping", sync_to_thread=False, responses={200: json_answer(Pong, "Always open")})
 def ping() -> dict[str, str]:
     """Always open: ``{"status":"ok","timestamp":...}``."""
     return {"status": "ok", "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
-async def _security_headers(message: Message, _scope: Scope) -> None:
+async def _security_headers(message: Message, scope: Scope) -> None:
     """On every response, error responses built from exceptions included.
 
     ``async`` on purpose: litestar runs a plain ``def`` hook in a worker thread for every message sent, each SSE
@@ -54,6 +57,8 @@ async def _security_headers(message: Message, _scope: Scope) -> None:
         headers = MutableScopeHeaders.from_message(message)
         for name, value in SECURITY_HEADERS.items():
             headers[name] = value
+        if scope["path"] == OPENAPI_PATH or scope["path"].startswith(f"{OPENAPI_PATH}/"):
+            del headers["Content-Security-Policy"]  # the Swagger UI's scripts come from a CDN (Go skips /swagger too)
 
 
 def _unauthorized(_request: Request[Any, Any, State], error: NotAuthorizedException) -> Response[bytes]:
@@ -96,8 +101,8 @@ def _is_page(request: Request[Any, Any, State]) -> bool:
         request.method == "GET"
         and request.app.state.dashboard is not None
         and "text/html" in request.headers.get("accept", "")
-        and not path.startswith(("/api/", "/static/"))
-        and path not in ("/metrics", "/ping", "/health")
+        and not path.startswith(("/api/", "/static/", f"{OPENAPI_PATH}/"))
+        and path not in ("/metrics", "/ping", "/health", OPENAPI_PATH)
     )
 
 
@@ -118,11 +123,13 @@ def create_app(
     routes: list[Any] | None = None,
     dashboard: Dashboard | None = None,
     max_request_bytes: int = MAX_REQUEST_BYTES,
+    debug: bool = False,
 ) -> Litestar:
     """The API (or another set of its routes) over the given services, with the dashboard when it is configured.
 
     The dashboard's ``/api`` routes are always there: while it is off they answer 503, as the Go Hades's do. No
-    request body larger than ``max_request_bytes`` is read.
+    request body larger than ``max_request_bytes`` is read. The OpenAPI document is at ``/schema`` (with the
+    Swagger UI when ``debug``).
     """
     handlers = list(routes or [*API_ROUTES, *DASHBOARD_ROUTES])
     if dashboard is not None and routes is None:
@@ -138,6 +145,6 @@ def create_app(
             NotFoundException: _not_found,
             RequestEntityTooLarge: _too_large,
         },
-        openapi_config=None,
+        openapi_config=openapi_config(debug),
         request_max_body_size=max_request_bytes,
     )

@@ -17,6 +17,7 @@ from hades.core.spec import JobSpec, parse_job_request
 from hades.core.urls import CallbackPolicy, callback_host
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.services import ApiServices
+from hades.http.wire import GUARDED, JOB_PAYLOAD, BuildAccepted, json_answer, reads, text_answer
 from hades.tracing import parent_context
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,20 @@ def _text(status: int, message: str) -> Response[str]:
     return Response(content=message, status_code=status, media_type=MediaType.TEXT)
 
 
-@post("/build", guards=[basic_auth_guard], status_code=200)
+@post(
+    "/build",
+    guards=[basic_auth_guard],
+    status_code=200,
+    security=[{"basic": []}],
+    operation_class=reads(JOB_PAYLOAD),
+    responses={
+        200: json_answer(BuildAccepted, "Enqueued"),
+        400: text_answer('The Go API\'s message: Invalid JSON body, "name" is required, a bad limit or callback URL'),
+        413: text_answer("The body is larger than MAX_REQUEST_BYTES, or the job does not fit in one event"),
+        500: text_answer("Failed to enqueue job: the event log is unreachable"),
+        **GUARDED,
+    },
+)
 async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     """Enqueue a job; 400 with the Go Hades's plain-text message when it is invalid."""
     services: ApiServices = request.app.state.services

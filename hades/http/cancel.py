@@ -14,6 +14,16 @@ from hades.core.lifecycle import RequestCancel
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
+from hades.http.wire import (
+    CANCEL_REQUEST,
+    GUARDED,
+    JOB_NOT_FOUND,
+    TOO_LARGE,
+    CancelAccepted,
+    Conflict,
+    json_answer,
+    reads,
+)
 from hades.workers.jobs import JobHandle
 
 
@@ -26,7 +36,20 @@ def reason_from_body(body: bytes) -> str:
     return reason[:500] if isinstance(reason, str) else ""
 
 
-@post("/jobs/{job_id:str}/cancel", guards=[basic_auth_guard], status_code=202)
+@post(
+    "/jobs/{job_id:str}/cancel",
+    guards=[basic_auth_guard],
+    status_code=202,
+    security=[{"basic": []}],
+    operation_class=reads(CANCEL_REQUEST, required=False),
+    responses={
+        202: json_answer(CancelAccepted, "Cancel requested"),
+        404: JOB_NOT_FOUND,
+        409: json_answer(Conflict, "The job has ended already"),
+        413: TOO_LARGE,
+        **GUARDED,
+    },
+)
 async def cancel_job(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """202 with the job's status after the request; 404 unknown; 409 when it has ended already."""
     services: ApiServices = request.app.state.services

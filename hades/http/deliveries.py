@@ -21,6 +21,7 @@ from hades.http.auth import USER, basic_auth_guard
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
 from hades.http.views import iso
+from hades.http.wire import GUARDED, JOB_NOT_FOUND, Conflict, Deliveries, Error, Redelivered, json_answer
 from hades.workers.jobs import JobHandle
 
 
@@ -50,7 +51,12 @@ def delivery_rows(history: list[Recorded]) -> list[dict[str, Any]]:
     ]
 
 
-@get("/jobs/{job_id:str}/deliveries", guards=[basic_auth_guard])
+@get(
+    "/jobs/{job_id:str}/deliveries",
+    guards=[basic_auth_guard],
+    security=[{"basic": []}],
+    responses={200: json_answer(Deliveries, "Every delivery attempt"), 404: JOB_NOT_FOUND, **GUARDED},
+)
 async def list_deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """Every recorded delivery attempt of the job, oldest first; 404 when the job is unknown."""
     services: ApiServices = request.app.state.services
@@ -60,7 +66,19 @@ async def list_deliveries(request: Request[Any, Any, State], job_id: FromPath[st
     return Response(content={"job_id": job_id, "deliveries": delivery_rows(history)})
 
 
-@post("/jobs/{job_id:str}/deliveries/redeliver", guards=[basic_auth_guard], status_code=202)
+@post(
+    "/jobs/{job_id:str}/deliveries/redeliver",
+    guards=[basic_auth_guard],
+    status_code=202,
+    security=[{"basic": []}],
+    responses={
+        202: json_answer(Redelivered, "The attempt, made and recorded"),
+        404: JOB_NOT_FOUND,
+        409: json_answer(Conflict, "The job has not ended, or has no status_callback_url"),
+        503: json_answer(Error, "This process sends no webhooks, or the attempt could not be recorded"),
+        **GUARDED,
+    },
+)
 async def redeliver_webhook(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """202 with the recorded attempt; 404 unknown; 409 not ended yet or no ``status_callback_url``; 503 when the
     attempt could not be recorded."""

@@ -19,6 +19,7 @@ from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
 from hades.http.views import event_row, job_detail, parse_moment
+from hades.http.wire import GUARDED, JOB_NOT_FOUND, Events, Health, JobDetail, JobStatus, Logs, json_answer, text_answer
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
 
@@ -40,13 +41,23 @@ def is_job_id(job_id: str) -> bool:
         return False
 
 
-@get("/jobs", guards=[basic_auth_guard], sync_to_thread=False)
+@get("/jobs", guards=[basic_auth_guard], sync_to_thread=False, security=[{"basic": []}], responses=GUARDED)
 def list_jobs(request: Request[Any, Any, State]) -> dict[str, list[str]]:
     """Every job id, oldest first."""
     return {"jobs": _services(request).jobs.ids()}
 
 
-@get("/jobs/{job_id:str}", guards=[basic_auth_guard])
+@get(
+    "/jobs/{job_id:str}",
+    guards=[basic_auth_guard],
+    security=[{"basic": []}],
+    responses={
+        200: json_answer(JobDetail, "The job"),
+        400: text_answer("?at= is not an ISO 8601 time with a zone"),
+        404: JOB_NOT_FOUND,
+        **GUARDED,
+    },
+)
 async def get_job(
     request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None
 ) -> Response[Any]:
@@ -83,7 +94,13 @@ async def whole_job(
     return (state, views.timing.get(job_id)) if state is not None else None
 
 
-@get("/jobs/{job_id:str}/status", guards=[basic_auth_guard], sync_to_thread=False)
+@get(
+    "/jobs/{job_id:str}/status",
+    guards=[basic_auth_guard],
+    sync_to_thread=False,
+    security=[{"basic": []}],
+    responses={200: json_answer(JobStatus, "The job's status"), 404: JOB_NOT_FOUND, **GUARDED},
+)
 def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, str]]:
     """``{"status": ...}``, 404 when the job is unknown."""
     job = _services(request).jobs.get(job_id)
@@ -92,7 +109,15 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
     return Response(content={"status": job.status.value})
 
 
-@get("/jobs/{job_id:str}/logs", guards=[basic_auth_guard])
+@get(
+    "/jobs/{job_id:str}/logs",
+    guards=[basic_auth_guard],
+    security=[{"basic": []}],
+    responses={
+        200: json_answer(Logs, "One Log per step; with ?follow=true, text/event-stream: log events, then end"),
+        **GUARDED,
+    },
+)
 async def get_logs(
     request: Request[Any, Any, State], job_id: FromPath[str], follow: FromQuery[bool] = False
 ) -> Response[Any]:
@@ -114,7 +139,12 @@ async def _unknown(job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
     yield ServerSentEventMessage(data=json.dumps({"error": f"job not found: {job_id}"}), event="error")
 
 
-@get("/jobs/{job_id:str}/events", guards=[basic_auth_guard])
+@get(
+    "/jobs/{job_id:str}/events",
+    guards=[basic_auth_guard],
+    security=[{"basic": []}],
+    responses={200: json_answer(Events, "The job's history"), 404: JOB_NOT_FOUND, **GUARDED},
+)
 async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """The job's history, oldest first."""
     history = await _services(request).store.history(job_id) if is_job_id(job_id) else []
@@ -123,7 +153,7 @@ async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -
     return Response(content={"events": [event_row(r) for r in history]})
 
 
-@get("/health", sync_to_thread=False)
+@get("/health", sync_to_thread=False, responses={200: json_answer(Health, "Always open")})
 def health() -> dict[str, str]:
     """The Log Manager's liveness answer."""
     return {"status": "ok"}

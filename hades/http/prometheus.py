@@ -20,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from hades.http.services import ApiServices
+from hades.http.wire import text_answer
 from hades.projections.distributions import Distribution
 from hades.projections.views import ReadModels
 
@@ -65,7 +66,7 @@ def _histogram(name: str, documentation: str, distribution: Distribution) -> His
     return family
 
 
-@get("/metrics", sync_to_thread=False)
+@get("/metrics", sync_to_thread=False, responses={200: text_answer("Prometheus exposition", CONTENT_TYPE_LATEST)})
 def metrics(request: Request[Any, Any, State]) -> Response[bytes]:
     """The exposition text, open like ``/ping`` (aggregates only: no job ids, names or secrets)."""
     services: ApiServices = request.app.state.services

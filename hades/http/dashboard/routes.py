@@ -37,6 +37,26 @@ from hades.http.follow import Batch, Heartbeat, log_items
 from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
 from hades.http.views import event_row, parse_moment
+from hades.http.wire import (
+    CANCEL_REQUEST,
+    DASHBOARD_REFUSALS,
+    EVENT_STREAM,
+    INVALID_JOB_ID,
+    JOB_NOT_FOUND,
+    LOGIN,
+    CancelAccepted,
+    Conflict,
+    DashboardDeliveries,
+    DashboardJobs,
+    Error,
+    Events,
+    LoggedOut,
+    Logs,
+    Session,
+    json_answer,
+    reads,
+    text_answer,
+)
 
 STATIC = Path(__file__).parent / "static"
 MAX_JOBS = 500
@@ -91,7 +111,21 @@ def _job_id(job_id: str) -> str:
 # --- auth -----------------------------------------------------------------------------------------------------
 
 
-@post("/api/login", status_code=200, guards=[same_origin_guard])
+@post(
+    "/api/login",
+    status_code=200,
+    guards=[same_origin_guard],
+    operation_class=reads(LOGIN),
+    responses={
+        200: json_answer(Session, "Logged in; the session cookie is set"),
+        400: json_answer(Error, "invalid request"),
+        401: json_answer(Error, "invalid credentials"),
+        403: json_answer(Error, "cross-origin request refused"),
+        413: json_answer(Error, "The body is larger than MAX_REQUEST_BYTES"),
+        429: json_answer(Error, "too many failed attempts, try again later"),
+        503: DASHBOARD_REFUSALS[503],
+    },
+)
 async def login(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     """Lockout first (429 even with the right password), then 400 / 401 / 200 with the session cookie."""
     dashboard = _dashboard(request)
@@ -131,7 +165,16 @@ async def login(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     return response
 
 
-@post("/api/logout", status_code=200, guards=[session_guard, same_origin_guard])
+@post(
+    "/api/logout",
+    status_code=200,
+    guards=[session_guard, same_origin_guard],
+    responses={
+        200: json_answer(LoggedOut, "The cookie is cleared"),
+        403: json_answer(Error, "cross-origin request refused"),
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def logout(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     """Clears the cookie; the token itself stays valid until it expires (there is no session store)."""
     config = _dashboard(request).config
@@ -140,7 +183,12 @@ async def logout(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     return response
 
 
-@get("/api/session", guards=[session_guard], sync_to_thread=False)
+@get(
+    "/api/session",
+    guards=[session_guard],
+    sync_to_thread=False,
+    responses={200: json_answer(Session, "Who is logged in"), **DASHBOARD_REFUSALS},
+)
 def session(request: Request[Any, Any, State]) -> dict[str, str]:
     """Who is logged in, and the version."""
     return {"username": request.state.user, "version": _dashboard(request).config.version}
@@ -149,7 +197,16 @@ def session(request: Request[Any, Any, State]) -> dict[str, str]:
 # --- jobs -----------------------------------------------------------------------------------------------------
 
 
-@get("/api/jobs", guards=[session_guard], sync_to_thread=False)
+@get(
+    "/api/jobs",
+    guards=[session_guard],
+    sync_to_thread=False,
+    responses={
+        200: json_answer(DashboardJobs, "JobSummary objects"),
+        400: json_answer(Error, "invalid limit"),
+        **DASHBOARD_REFUSALS,
+    },
+)
 def list_jobs(
     request: Request[Any, Any, State], status: FromQuery[str | None] = None, limit: FromQuery[int] = MAX_JOBS
 ) -> Response[dict[str, Any]]:
@@ -163,7 +220,15 @@ def list_jobs(
     return Response(content={"jobs": [job_summary(job, now, redactor) for job in jobs], "total": total})
 
 
-@get("/api/jobs/{job_id:str}", guards=[session_guard])
+@get(
+    "/api/jobs/{job_id:str}",
+    guards=[session_guard],
+    responses={
+        200: json_answer(dict[str, Any], "The redacted detail (status Unknown for a job never seen)"),
+        400: json_answer(Error, "?at= is not an ISO 8601 time with a zone"),
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None) -> Any:
     """The redacted detail; with ``?at=<ISO time>`` the job as it was then, folded from its history."""
     dashboard, services = _dashboard(request), _services(request)
@@ -179,14 +244,32 @@ async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: From
     return job_detail(state, timing, moment or services.clock.now(), dashboard.config.redactor)
 
 
-@get("/api/jobs/{job_id:str}/events", guards=[session_guard])
+@get(
+    "/api/jobs/{job_id:str}/events",
+    guards=[session_guard],
+    responses={
+        200: json_answer(Events, "The history, redacted"),
+        400: INVALID_JOB_ID,
+        404: JOB_NOT_FOUND,
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def events(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """The job's history, oldest first, free-text fields redacted and the payload left out."""
     rows = [event_row(recorded) for recorded in await _history(request, job_id)]
     return {"events": _redacted(request, rows, ("reason", "error"))}
 
 
-@get("/api/jobs/{job_id:str}/deliveries", guards=[session_guard])
+@get(
+    "/api/jobs/{job_id:str}/deliveries",
+    guards=[session_guard],
+    responses={
+        200: json_answer(DashboardDeliveries, "Every delivery attempt, redacted"),
+        400: INVALID_JOB_ID,
+        404: JOB_NOT_FOUND,
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """Every attempt to tell the client (webhook and log forwarding), oldest first."""
     rows = delivery_rows(await _history(request, job_id))
@@ -212,7 +295,21 @@ def _redacted(
     return rows
 
 
-@post("/api/jobs/{job_id:str}/cancel", guards=[session_guard, same_origin_guard], status_code=202)
+@post(
+    "/api/jobs/{job_id:str}/cancel",
+    guards=[session_guard, same_origin_guard],
+    status_code=202,
+    operation_class=reads(CANCEL_REQUEST, required=False),
+    responses={
+        202: json_answer(CancelAccepted, "Cancel requested"),
+        403: json_answer(Error, "cross-origin request refused"),
+        404: JOB_NOT_FOUND,
+        409: json_answer(Conflict, "The job has ended already"),
+        413: json_answer(Error, "The body is larger than MAX_REQUEST_BYTES"),
+        415: json_answer(Error, "send the cancel request as application/json"),
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def cancel(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """Cancel as ``POST /jobs/{id}/cancel`` does, recorded as requested by the dashboard's user."""
     if "application/json" not in request.headers.get("content-type", ""):
@@ -224,14 +321,31 @@ async def cancel(request: Request[Any, Any, State], job_id: FromPath[str]) -> Re
 # --- logs -----------------------------------------------------------------------------------------------------
 
 
-@get("/api/jobs/{job_id:str}/logs", guards=[session_guard])
+@get(
+    "/api/jobs/{job_id:str}/logs",
+    guards=[session_guard],
+    responses={
+        200: json_answer(Logs, "One Log per step"),
+        400: INVALID_JOB_ID,
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """``{"logs": [Log...]}``, one per step in order, verbatim (logs are not redacted, as in the Go dashboard)."""
     batches = await _services(request).logs.read(_job_id(job_id))
     return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
 
 
-@get("/api/jobs/{job_id:str}/logs/stream", guards=[session_guard])
+@get(
+    "/api/jobs/{job_id:str}/logs/stream",
+    guards=[session_guard],
+    responses={
+        200: text_answer("log frames, then an end frame", EVENT_STREAM),
+        400: INVALID_JOB_ID,
+        404: JOB_NOT_FOUND,
+        **DASHBOARD_REFUSALS,
+    },
+)
 async def log_stream(request: Request[Any, Any, State], job_id: FromPath[str]) -> ServerSentEvent:
     """The job's batches from the first, then live; an ``end`` frame once it has ended and all were sent."""
     services = _services(request)
@@ -265,14 +379,23 @@ async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> Async
 # --- metrics and the live feed --------------------------------------------------------------------------------
 
 
-@get("/api/metrics", guards=[session_guard], sync_to_thread=False)
+@get(
+    "/api/metrics",
+    guards=[session_guard],
+    sync_to_thread=False,
+    responses={200: json_answer(dict[str, Any], "The Metrics object"), **DASHBOARD_REFUSALS},
+)
 def api_metrics(request: Request[Any, Any, State]) -> dict[str, Any]:
     """Counts per status, queue depth, durations, throughput, connected stream clients."""
     dashboard, services = _dashboard(request), _services(request)
     return metrics(services.views, services.clock.now(), len(dashboard.feed.subscribers))
 
 
-@get("/api/stream", guards=[session_guard])
+@get(
+    "/api/stream",
+    guards=[session_guard],
+    responses={200: text_answer("metrics and job frames", EVENT_STREAM), **DASHBOARD_REFUSALS},
+)
 async def stream(request: Request[Any, Any, State]) -> ServerSentEvent:
     """A metrics frame, then job frames as jobs change and metrics every 5 s, ``: ping`` every 25 s."""
     dashboard, services = _dashboard(request), _services(request)
@@ -294,7 +417,11 @@ async def stream(request: Request[Any, Any, State]) -> ServerSentEvent:
 # --- when off, and the app itself -----------------------------------------------------------------------------
 
 
-@route("/api/{path:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+@route(
+    "/api/{path:path}",
+    http_method=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"],
+    include_in_schema=False,  # not a route of its own: what every other /api path answers
+)
 async def api_unknown(request: Request[Any, Any, State], path: FromPath[str]) -> Response[dict[str, str]]:
     """503 for every ``/api`` path while the dashboard is off; 404 for unknown ones while it is on."""
     _dashboard(request)
