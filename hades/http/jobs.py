@@ -10,6 +10,7 @@ from typing import Any
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
+from litestar.enums import MediaType
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -19,7 +20,18 @@ from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
 from hades.http.views import event_row, job_detail, parse_moment
-from hades.http.wire import GUARDED, JOB_NOT_FOUND, Events, Health, JobDetail, JobStatus, Logs, json_answer, text_answer
+from hades.http.wire import (
+    GUARDED,
+    JOB_NOT_FOUND,
+    AlsoStreams,
+    Events,
+    Health,
+    JobDetail,
+    JobStatus,
+    Logs,
+    json_answer,
+    text_answer,
+)
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
 
@@ -70,7 +82,8 @@ async def get_job(
     if at is not None:
         moment = parse_moment(at)
         if moment is None:
-            return Response(content=f"invalid at: {at!r} is not an ISO 8601 time with a zone", status_code=400)
+            message = f"invalid at: {at!r} is not an ISO 8601 time with a zone"
+            return Response(content=message, status_code=400, media_type=MediaType.TEXT)
     found = await whole_job(services, job_id, moment)
     if found is None:
         return not_found(job_id)
@@ -113,6 +126,7 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
     "/jobs/{job_id:str}/logs",
     guards=[basic_auth_guard],
     security=[{"basic": []}],
+    operation_class=AlsoStreams,
     responses={
         200: json_answer(Logs, "One Log per step; with ?follow=true, text/event-stream: log events, then end"),
         **GUARDED,

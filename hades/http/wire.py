@@ -13,7 +13,15 @@ from typing import Any, TypedDict
 
 from litestar.enums import MediaType
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIResponse,
+    OpenAPIType,
+    Operation,
+    RequestBody,
+    Schema,
+)
 
 from hades.core.memory import INT64_MAX, INT64_MIN
 from hades.core.spec import MAX_TIMEOUT_SECONDS
@@ -311,3 +319,20 @@ def reads(schema: Schema, required: bool = True) -> type[Operation]:
             self.request_body = body
 
     return ReadsBody
+
+
+#: One Server-Sent Event: ``event`` names it (``log``, ``end``, ``error``), ``data`` is its JSON text.
+SSE_EVENT = Schema(
+    type=OpenAPIType.OBJECT,
+    properties={name: Schema(type=OpenAPIType.STRING) for name in ("event", "data", "id")},
+)
+
+
+@dataclass
+class AlsoStreams(Operation):
+    """An operation whose 200 may also be Server-Sent Events (``GET /jobs/{id}/logs?follow=true``)."""
+
+    def __post_init__(self) -> None:
+        answer = (self.responses or {}).get("200")
+        if isinstance(answer, OpenAPIResponse) and answer.content is not None:
+            answer.content[EVENT_STREAM] = OpenAPIMediaType(schema=SSE_EVENT)
