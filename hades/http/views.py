@@ -7,6 +7,7 @@ from typing import Any
 
 from hades.core.lifecycle import JobState, StepState
 from hades.core.ports import Recorded
+from hades.core.state import AttemptRun
 from hades.projections.timing import JobTiming
 
 
@@ -39,6 +40,8 @@ def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]
         "priority": job.priority.value,
         "attempt": job.attempt,
         "executor_id": job.executor_id,
+        "executor_labels": job.executor_labels,
+        "attempts": [_run(run) for run in job.runs],
         "submitted_at": iso(job.submitted_at),
         "queued_at": iso(job.queued_at),
         "started_at": iso(job.started_at),
@@ -49,6 +52,16 @@ def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]
         "logs_delivery": job.logs_delivery,
         "webhook_delivery": job.webhook_delivery,
         "timing": timing.summary() if timing is not None else None,
+    }
+
+
+def _run(run: AttemptRun) -> dict[str, Any]:
+    """Which executor took one attempt, with the labels it advertised (executor pools)."""
+    return {
+        "attempt": run.attempt,
+        "executor_id": run.executor_id,
+        "executor_labels": run.executor_labels,
+        "started_at": iso(run.started_at),
     }
 
 

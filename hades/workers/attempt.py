@@ -63,8 +63,10 @@ class AttemptRunner:
         log_limits: LogBudget | None = None,
         tracer: trace.Tracer | None = None,
         metrics: ProcessMetrics | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self._limits = log_limits or LogBudget()
+        self._labels = labels  # recorded on every attempt this executor starts
         self._executor = executor
         self._writers = writers
         self._executor_id = executor_id
@@ -81,7 +83,7 @@ class AttemptRunner:
         job_id = job.state.job_id
         began = time.time_ns()
         try:
-            await job.run(job_id, StartAttempt(attempt=attempt, executor_id=self._executor_id))
+            await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels))
         except InvalidTransition:
             return False  # no span: the attempt was never ours
         attributes: dict[str, AttributeValue] = {

@@ -6,6 +6,10 @@ Hades does), each with a no-wait pull so an empty queue costs one round trip. A 
 queued subjects rings a doorbell when new work arrives, so an idle executor neither polls hard nor sleeps
 through new work; a slow poll still catches redeliveries.
 
+Jobs with constraints wait in their pool's queues (``hades.adapters.nats.pools``): the executor follows
+``HADES_POOLS`` and adds, for each pool its labels satisfy, that pool's queue of each priority next to the plain
+one. Within a priority it takes turns over its queues, so neither plain nor pooled work starves the other.
+
 A queue message stays un-acked while its job runs (its deadline extended with ``in_progress``) and is acked only
 once the job reached a terminal event. A message whose job is no longer queued for that attempt is acked and
 dropped, so a redelivery never runs an attempt twice; two executors racing for one attempt are decided by the
@@ -17,16 +21,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import platform
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
 from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
+from hades.core.constraints import Placement, parse_labels, satisfies
 from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
 from hades.core.ports import Clock, EventStore, Executor
@@ -38,15 +46,25 @@ from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
 
-PRIORITY_ORDER = (Priority.HIGH, Priority.MEDIUM, Priority.LOW)
+__all__ = ["PRIORITY_ORDER", "ExecutorOptions", "ExecutorWorker", "executor_labels", "queue_consumer"]
+
 IDLE_POLL_SECONDS = 1.0
 #: How often an executor looks for a free slot while the global cap is reached.
 CAP_POLL_SECONDS = 0.25
 
 
-def queue_consumer(priority: Priority) -> str:
-    """The durable consumer that is the queue of one priority."""
-    return f"executor-{priority.value}"
+#: ``platform.machine()`` in Go's (and Nomad's ``cpu.arch``) words.
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "i386": "386", "i686": "386"}
+
+
+def executor_labels(configured: str) -> dict[str, str]:
+    """This executor's labels: detected ``os``, ``arch``, ``cpu`` (cores) and ``memory`` (``<MiB>m``), then the
+    ``HADES_EXECUTOR_LABELS`` ones, which win. Raises ``LabelError`` for a malformed setting."""
+    machine = platform.machine().lower()
+    detected = {"os": platform.system().lower(), "arch": _ARCH.get(machine, machine), "cpu": str(os.cpu_count() or 1)}
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # not every system answers sysconf
+        detected["memory"] = f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**20}m"
+    return detected | parse_labels(configured)
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,7 @@ class ExecutorWorker:
         heartbeats: Heartbeats,
         cap: SlotLeases | None = None,
         metrics: ProcessMetrics | None = None,
+        pools: Pools | None = None,
     ) -> None:
         self._nc = nc
         self._store = store
@@ -88,6 +107,9 @@ class ExecutorWorker:
         self._draining = asyncio.Event()
         self._running: dict[asyncio.Task[None], str] = {}
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        self._pools = pools
+        self._pool_pullers: dict[str, dict[Priority, NoWaitPuller]] = {}
+        self._turn = 0
         self._started_at = clock.now()
         self._keep_every = 10.0
         if metrics is not None:
@@ -104,6 +126,8 @@ class ExecutorWorker:
         periods = [float(ack_wait.ack_wait or 30)] + ([await self._cap.ttl()] if self._cap is not None else [])
         self._keep_every = min(periods) / 3
         chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
+        if self._pools is not None:
+            chores.append(asyncio.create_task(self._follow_pools(self._pools)))
         try:
             while await self._take_slot():
                 try:
@@ -123,7 +147,7 @@ class ExecutorWorker:
             await self._stop_running()
             for chore in chores:
                 chore.cancel()
-            for puller in self._pullers.values():
+            for puller in self._all_pullers():
                 await puller.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
 
@@ -174,16 +198,55 @@ class ExecutorWorker:
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                for priority in PRIORITY_ORDER:
-                    msg = await self._pullers[priority].pull()
-                    if msg is not None:
-                        return msg, lease
+                msg = await self._pull_by_priority()
+                if msg is not None:
+                    return msg, lease
                 if lease is not None:
                     await self._cap.release(lease)  # type: ignore[union-attr]
             wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
         return None
+
+    async def _pull_by_priority(self) -> Msg | None:
+        """One message from the highest priority that has one; within a priority, the plain queue and the
+        pools' take turns at going first."""
+        self._turn += 1
+        for priority in PRIORITY_ORDER:
+            queues = [self._pullers[priority], *(pullers[priority] for pullers in self._pool_pullers.values())]
+            first = self._turn % len(queues)
+            for puller in queues[first:] + queues[:first]:
+                msg = await puller.pull()
+                if msg is not None:
+                    return msg
+        return None
+
+    def _all_pullers(self) -> list[NoWaitPuller]:
+        return [*self._pullers.values(), *(p for pullers in self._pool_pullers.values() for p in pullers.values())]
+
+    async def _follow_pools(self, pools: Pools) -> None:
+        """Pull from every pool this executor's labels satisfy, as pools appear (and stop when one is removed)."""
+        while True:
+            try:
+                async for pool, placement in pools.follow():
+                    await self._pool_changed(pools, pool, placement)
+            except Exception:
+                log.exception("following HADES_POOLS failed; following it again")
+            await asyncio.sleep(IDLE_POLL_SECONDS)
+
+    async def _pool_changed(self, pools: Pools, pool: str, placement: Placement | None) -> None:
+        matches = placement is not None and satisfies(placement, self._options.labels)
+        if matches and pool not in self._pool_pullers:
+            await pools.ensure_queues(pool)
+            pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
+            for puller in pullers.values():
+                await puller.start()
+            self._pool_pullers[pool] = pullers
+            self._doorbell.set()
+            log.info("taking the jobs of pool %s (%s)", pool, placement.describe() if placement else "")
+        elif not matches and pool in self._pool_pullers:
+            for puller in self._pool_pullers.pop(pool).values():
+                await puller.stop()
 
     async def _heartbeat_loop(self) -> None:
         interval = await self._heartbeats.ttl() / 3

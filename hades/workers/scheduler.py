@@ -1,8 +1,9 @@
 """The scheduler role: a FastStream consumer that moves each submitted job into its priority queue.
 
-It is the place where admission decisions live (later: global caps, constraints, retries); today it appends
-``queued.<priority>`` for every ``submitted``. Redeliveries are harmless: a job that is queued already is
-acknowledged and left alone.
+It is the place where admission decisions live (later: global caps, retries); today it appends
+``queued.<priority>`` for every ``submitted``, or ``queued.<priority>.<pool>`` for a job with constraints or
+resources, once that pool's queues exist (``hades.adapters.nats.pools``). Redeliveries are harmless: a job that is
+queued already is acknowledged and left alone.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from faststream import AckPolicy
 from faststream.nats import JStream, NatsRouter, PullSub
 from opentelemetry import trace
 
+from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
@@ -26,15 +28,21 @@ from hades.workers.message import NatsMessage
 log = logging.getLogger(__name__)
 
 
-async def queue_job(store: EventStore, clock: Clock, job_id: str, submitted: Recorded | None = None) -> bool:
+async def queue_job(
+    store: EventStore, clock: Clock, job_id: str, submitted: Recorded | None = None, pools: Pools | None = None
+) -> bool:
     """Queue the job's first attempt; False when it was queued already.
 
     ``submitted``, the job's first event as the consumer delivered it, spares reading the history: it is the
-    whole history unless the job moved on meanwhile, and then the append meets a conflict and re-reads."""
+    whole history unless the job moved on meanwhile, and then the append meets a conflict and re-reads. A job
+    with a placement has its pool registered first, so the queue its event lands in exists and is followed."""
     if submitted is not None and isinstance(submitted.event, JobSubmitted) and submitted.event.job_id == job_id:
         job = JobHandle.known(store, clock, [submitted])
     else:
         job = await JobHandle.load(store, clock, job_id)
+    placement = job.state.spec.placement if job.state is not None else None
+    if placement is not None and pools is not None:
+        await pools.register(placement)
     try:
         await job.run(job_id, QueueJob())
     except InvalidTransition as reason:
@@ -43,7 +51,9 @@ async def queue_job(store: EventStore, clock: Clock, job_id: str, submitted: Rec
     return True
 
 
-def scheduler_router(store: EventStore, clock: Clock, tracer: trace.Tracer | None = None) -> NatsRouter:
+def scheduler_router(
+    store: EventStore, clock: Clock, tracer: trace.Tracer | None = None, pools: Pools | None = None
+) -> NatsRouter:
     """The scheduler's subscriptions, bound to the durable consumer ``scheduler`` from streams.yaml.
 
     Queueing runs in a ``hades.schedule`` span, a child of the submit's (the ``submitted`` event's traceparent),
@@ -65,7 +75,7 @@ def scheduler_router(store: EventStore, clock: Clock, tracer: trace.Tracer | Non
         parent = parent_context(trace_header)
         submitted = Recorded(seq=_stream_seq(msg), event=event, trace=trace_header)
         with tracer.start_as_current_span("hades.schedule", parent, attributes={"hades.job_id": event.job_id}) as span:
-            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted))
+            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted, pools))
 
     return router
 

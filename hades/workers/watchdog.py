@@ -7,6 +7,10 @@
   ``MAX_ATTEMPTS``, then failed with a reason that says so.
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
   low job cannot starve behind a steady stream of high ones.
+- A queued job with constraints or resources that no live (not draining) executor's labels satisfy is marked
+  unschedulable with a reason ("no executor with os=windows is alive"), an event, so every API replica shows the
+  same; the mark is cleared when such an executor appears, and with ``UNSCHEDULABLE_TIMEOUT`` set the job fails
+  once it has been unschedulable that long. Busy matching executors do not make a job unschedulable: it waits.
 
 Any number of schedulers may run this: the per-job concurrency check lets exactly one of them act on a job.
 """
@@ -17,10 +21,23 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.core.constraints import satisfies
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
-from hades.core.lifecycle import Command, ConcludeJob, FailJob, JobState, PromoteJob, RequeueJob, Status, conclusion
+from hades.core.lifecycle import (
+    Command,
+    ConcludeJob,
+    FailJob,
+    JobState,
+    MarkSchedulable,
+    MarkUnschedulable,
+    PromoteJob,
+    RequeueJob,
+    Status,
+    conclusion,
+)
 from hades.core.ports import Clock, EventStore
 from hades.core.spec import Priority
 from hades.projections.jobs import JobsView
@@ -40,6 +57,7 @@ class WatchdogPolicy:
     aging_seconds: float | None = None
     interval: float = 2.0
     conclude_after: float = 30.0
+    unschedulable_timeout: float | None = None
 
 
 class Watchdog:
@@ -65,10 +83,12 @@ class Watchdog:
 
     async def tick(self) -> int:
         """One look over the unfinished jobs; returns how many were acted on."""
-        alive = set(await self._heartbeats.alive())
+        executors = await self._heartbeats.alive()
+        alive = set(executors)
+        takers = [_labels(info) for info in executors.values() if not info.get("draining")]
         acted = 0
         for job in self._jobs.unfinished():
-            command = self._command_for(job, alive)
+            command = self._command_for(job, alive) or self._placement_command(job, takers)
             if command is not None and await self._apply(job.job_id, command):
                 acted += 1
         return acted
@@ -91,6 +111,21 @@ class Watchdog:
                 return PromoteJob(job.attempt, up, f"waited {waited:.0f} s in the {job.priority} queue; now {up}")
         return None
 
+    def _placement_command(self, job: JobState, takers: list[dict[str, str]]) -> Command | None:
+        """Mark a queued job that no live executor can take, clear the mark, or give up on it after the timeout."""
+        placement = job.spec.placement
+        if placement is None or job.status is not Status.QUEUED or job.queued_at is None:
+            return None
+        if any(satisfies(placement, labels) for labels in takers):
+            return MarkSchedulable(job.attempt) if job.unschedulable_since is not None else None
+        reason = f"no executor with {placement.describe()} is alive"
+        timeout, since = self._policy.unschedulable_timeout, job.unschedulable_since
+        if timeout is not None and since is not None and (self._clock.now() - since).total_seconds() >= timeout:
+            return FailJob(job.attempt, f"{reason}; gave up after {timeout:g} s (UNSCHEDULABLE_TIMEOUT)")
+        if since is None or job.reason != reason:
+            return MarkUnschedulable(job.attempt, reason)
+        return None
+
     async def _apply(self, job_id: str, command: Command) -> bool:
         job = await JobHandle.load(self._store, self._clock, job_id)
         try:
@@ -101,6 +136,12 @@ class Watchdog:
             return False
         log.info("job %s: %s", job_id, getattr(command, "reason", command))
         return True
+
+
+def _labels(info: dict[str, Any]) -> dict[str, str]:
+    """The labels an executor's heartbeat advertises (none from an executor older than pools)."""
+    labels = info.get("labels")
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
 
 
 def _due_for(job: JobState, now: datetime) -> float:

@@ -36,8 +36,10 @@ class NoWaitPuller:
             self._sub = None
 
     async def pull(self, timeout: float = 5.0) -> Msg | None:
-        """Ask for one message; a late answer to an earlier request is taken first."""
-        assert self._sub is not None, "start() first"
+        """Ask for one message; a late answer to an earlier request is taken first. A stopped puller (a pool the
+        executor no longer serves) has none."""
+        if self._sub is None:
+            return None
         late = self._take_pending()
         if late is not None:
             return late

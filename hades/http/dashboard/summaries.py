@@ -74,6 +74,7 @@ def job_detail(job: JobState, timing: JobTiming | None, now: datetime, redactor:
     extras = {
         "timeoutSeconds": job.spec.timeout_seconds,
         "executorId": job.executor_id,
+        "executorLabels": job.executor_labels,
         "cancelRequestedBy": job.cancel_requested_by,
         "logsDelivery": job.logs_delivery,
         "webhookDelivery": job.webhook_delivery,
