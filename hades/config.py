@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hades.core.constraints import parse_labels
 from hades.core.urls import CallbackPolicy
 
 
@@ -142,6 +143,11 @@ class Settings(BaseSettings):
     log_max_bytes_per_job: int = Field(default=16 * 1024 * 1024, gt=0, validation_alias="LOG_MAX_BYTES_PER_JOB")
     log_max_line_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="LOG_MAX_LINE_BYTES")
     max_parallelism: int = Field(default=0, ge=0, validation_alias="MAX_PARALLELISM")
+    executor_labels: str = Field(
+        default="",
+        validation_alias="HADES_EXECUTOR_LABELS",
+        description="key=value,... advertised for job constraints, over the detected os, arch, cpu, memory",
+    )
 
     # notifier: logs forwarded to callback_url
     log_forward_max_attempts: int = Field(default=6, ge=1, validation_alias="LOG_FORWARD_MAX_ATTEMPTS")
@@ -160,6 +166,18 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1, validation_alias="MAX_ATTEMPTS")
     priority_aging_seconds: float | None = Field(default=None, gt=0, validation_alias="PRIORITY_AGING_SECONDS")
     watchdog_seconds: float = Field(default=2.0, gt=0, validation_alias="HADES_WATCHDOG_SECONDS")
+    unschedulable_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="UNSCHEDULABLE_TIMEOUT",
+        description="seconds a job no live executor can take waits before it fails; default: forever",
+    )
+
+    @field_validator("executor_labels")
+    @classmethod
+    def _labels_parse(cls, value: str) -> str:
+        parse_labels(value)  # a bad label stops the process at start-up, naming it
+        return value
 
     @field_validator("callback_allowed_hosts")
     @classmethod

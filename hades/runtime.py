@@ -27,6 +27,7 @@ from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.snapshots import SnapshotStore
 from hades.adapters.nats.topology import load_topology, verify
@@ -48,7 +49,7 @@ from hades.projections.views import ReadModels
 from hades.timing_log import TimingLog
 from hades.tracing import TRACING_OFF, Tracing, setup_tracing
 from hades.workers.attempt import AttemptRunner
-from hades.workers.executor import ExecutorOptions, ExecutorWorker
+from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
 from hades.workers.scheduler import scheduler_router
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
@@ -126,7 +127,7 @@ async def serve(
                 projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
                 watchdog = _watchdog(settings, nc, store, clock, views.jobs)
                 tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
-                broker.include_router(scheduler_router(store, clock, tracing.tracer))
+                broker.include_router(scheduler_router(store, clock, tracing.tracer, Pools(nc)))
             if roles.notifier:
                 broker.include_router(_notifier(settings, nc, store, clock, stack))
                 broker.include_router(webhook_router(_webhooks(settings, store, clock, stack)))
@@ -193,15 +194,19 @@ async def _executor(
         engine = await _docker(settings, stack)
     logs = NatsLogStore(nc)
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    runner = AttemptRunner(engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics)
+    labels = executor_labels(settings.executor_labels)
+    runner = AttemptRunner(
+        engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics, labels
+    )
     options = ExecutorOptions(
         executor_id=settings.executor_id,
         concurrency=settings.concurrency,
         shutdown_grace=settings.shutdown_grace_seconds,
         sweep_interval=settings.sweep_seconds,
+        labels=labels,
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
-    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics)
+    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc))
 
 
 async def _read_models(
@@ -314,6 +319,7 @@ def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: Syst
         max_attempts=settings.max_attempts,
         aging_seconds=settings.priority_aging_seconds,
         interval=settings.watchdog_seconds,
+        unschedulable_timeout=settings.unschedulable_timeout,
     )
     return Watchdog(store, clock, view, Heartbeats(nc), policy)
 
