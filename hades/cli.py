@@ -59,6 +59,18 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(role, help=f"run the {role} role against NATS_URL")
         sub.set_defaults(handler=_role, role=role)
 
+    operator = commands.add_parser("operator", help="reconcile BuildJobs into Pods (Kubernetes operator mode)")
+    operator.add_argument(
+        "--health-probe-bind-address", metavar="[HOST]:PORT", help="/healthz and /readyz (default :8081)"
+    )
+    operator.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="campaign for the Lease so that only one replica reconciles (default on)",
+    )
+    operator.set_defaults(handler=_operator)
+
     streams = commands.add_parser("streams", help="the NATS topology from streams.yaml")
     streams_commands = streams.add_subparsers(required=True, metavar="ACTION")
     streams_apply = streams_commands.add_parser("apply", help="create or update streams and consumers")
@@ -149,6 +161,15 @@ def _role(args: argparse.Namespace, settings: Settings) -> int:
 
     roles = Roles(**{args.role: True})
     _run(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
+    return 0
+
+
+def _operator(args: argparse.Namespace, settings: Settings) -> int:
+    from hades.runtime import Roles, serve
+
+    flags = {"health_probe_bind_address": args.health_probe_bind_address, "leader_elect": args.leader_elect}
+    settings = settings.model_copy(update={key: value for key, value in flags.items() if value is not None})
+    _run(serve(settings, Roles(operator=True), settings.nats_url or DEFAULT_NATS_URL))
     return 0
 
 

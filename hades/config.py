@@ -105,7 +105,11 @@ class Settings(BaseSettings):
     secret_key_patterns: str = Field(default="", validation_alias="SECRET_KEY_PATTERNS")
 
     # executor
-    executor: Literal["docker", "k8s", "process"] = Field(default="docker", validation_alias="HADES_EXECUTOR")
+    executor: Literal["docker", "k8s", "k8s-operator", "process"] = Field(
+        default="docker",
+        validation_alias="HADES_EXECUTOR",
+        description="k8s-operator: queued attempts become BuildJobs that `hades operator` runs",
+    )
     process_workspaces: Path | None = Field(default=None, validation_alias="HADES_PROCESS_WORKSPACES")
     executor_id: str = Field(default_factory=_default_executor_id, validation_alias="HADES_EXECUTOR_ID")
     concurrency: int = Field(default=1, ge=1, validation_alias="CONCURRENCY")
@@ -148,6 +152,17 @@ class Settings(BaseSettings):
         validation_alias="HADES_EXECUTOR_LABELS",
         description="key=value,... advertised for job constraints, over the detected os, arch, cpu, memory",
     )
+
+    # operator (`hades operator`): BuildJobs reconciled into Pods in K8S_NAMESPACE; MAX_PARALLELISM 0 means 100
+    watch_namespace: str | None = Field(
+        default=None, validation_alias="WATCH_NAMESPACE", description="whose BuildJobs; empty: every namespace"
+    )
+    delete_on_complete: bool = Field(default=True, validation_alias="DELETE_ON_COMPLETE")
+    pod_name: str | None = Field(
+        default=None, validation_alias="POD_NAME", description="the operator's leader-election identity"
+    )
+    health_probe_bind_address: str = Field(default=":8081", validation_alias="HEALTH_PROBE_BIND_ADDRESS")
+    leader_elect: bool = Field(default=True, validation_alias="LEADER_ELECT")
 
     # notifier: logs forwarded to callback_url
     log_forward_max_attempts: int = Field(default=6, ge=1, validation_alias="LOG_FORWARD_MAX_ATTEMPTS")

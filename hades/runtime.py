@@ -22,6 +22,8 @@ from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
 from hades.adapters.http_delivery import HttpDelivery
 from hades.adapters.k8s.executor import K8sExecutor
+from hades.adapters.k8s.operator.controller import OperatorSettings
+from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
 from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
@@ -67,6 +69,7 @@ class Roles:
     executor: bool = False
     logmanager: bool = False
     notifier: bool = False
+    operator: bool = False
 
     @classmethod
     def all(cls) -> Roles:
@@ -137,6 +140,8 @@ async def serve(
             worker = await _executor(settings, nc, store, clock, stack, tracing, metrics)
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
+        operating = _operator(settings, nc, store, clock, tracing) if roles.operator else None
+        tasks += [asyncio.create_task(operating, name="operator")] if operating is not None else []
         if roles.api:
             webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
             dashboard = _dashboard(dashboard_config, views, projections, clock)
@@ -145,10 +150,7 @@ async def serve(
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
         _serve_metrics(settings, roles, metrics, stack)
-        log.info(
-            "hades is up: %s",
-            ", ".join(r for r in ("api", "scheduler", "executor", "notifier", "logmanager") if getattr(roles, r)),
-        )
+        log.info("hades is up: %s", roles.names())
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:
             await worker.drain()  # running attempts get SHUTDOWN_GRACE_SECONDS, then are handed back
@@ -186,6 +188,8 @@ async def _executor(
     metrics: ProcessMetrics,
 ) -> ExecutorWorker:
     engine: Executor
+    if settings.executor == "k8s-operator":
+        return await _handoff(settings, nc, store, clock, stack)
     if settings.executor == "process":
         engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
     elif settings.executor == "k8s":
@@ -207,6 +211,43 @@ async def _executor(
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
     return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc))
+
+
+async def _handoff(
+    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+) -> ExecutorWorker:
+    """HADES_EXECUTOR=k8s-operator: queued attempts become BuildJobs in K8S_NAMESPACE for ``hades operator``."""
+    options = ExecutorOptions(settings.executor_id, settings.concurrency, settings.shutdown_grace_seconds)
+    namespace, retries = settings.k8s_namespace, settings.max_attempts - 1
+    worker, api = await handoff_worker(nc, store, clock, options, namespace, settings.k8s_kubeconfig, retries)
+    stack.push_async_callback(api.close)
+    return worker
+
+
+async def _operator(
+    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
+) -> None:
+    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder."""
+    operator = OperatorSettings(
+        namespace=settings.k8s_namespace,
+        watch_namespace=settings.watch_namespace or None,
+        delete_on_complete=settings.delete_on_complete,
+        max_parallelism=settings.max_parallelism,
+    )
+    pods = PodSettings(
+        namespace=settings.k8s_namespace,
+        executor_id=settings.executor_id,
+        script_executor=settings.docker_script_executor,
+        image_pull_policy=settings.k8s_image_pull_policy,
+        service_account=settings.k8s_service_account,
+    )
+    process = OperatorProcess(
+        identity=settings.pod_name or settings.executor_id,
+        leader_elect=settings.leader_elect,
+        health_address=settings.health_probe_bind_address,
+    )
+    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
+    await run_operator(nc, store, clock, operator, pods, process, settings.k8s_kubeconfig, limits, tracing.tracer)
 
 
 async def _read_models(

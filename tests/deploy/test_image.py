@@ -64,8 +64,6 @@ def test_every_role_the_chart_runs_is_a_hades_command(mode: str) -> None:
             if not container["image"].startswith("ghcr.io/hades-scheduler/"):
                 continue  # NATS
             command = container["args"][0]
-            if command == "operator" and command not in commands.choices:
-                pytest.xfail("`hades operator` is not in the CLI yet (issue 8, another change)")
             assert command in commands.choices, f"{workload}: hades {command}"
 
 

@@ -19,8 +19,10 @@ Generic over namespaced resources, core (``/api/v1/namespaces/{ns}/{plural}``) a
 
 Test hooks: :meth:`KubeApi.drop_watches` ends every open watch (the client must resume), :meth:`KubeApi.compact`
 expires old resourceVersions (the client must re-list), :meth:`KubeApi.set_status` / :meth:`KubeApi.put` change
-objects as a controller would, :class:`Kubelet` plays a Pod's containers like a node would, ``requests`` records
-every call. Every resourceVersion is one global counter, as in etcd.
+objects as a controller would, :meth:`KubeApi.refuse` makes creates of a resource fail as admission or RBAC
+would (422, 403), :meth:`KubeApi.conflict` answers the next writes of a resource with 409 ``Conflict`` (a write
+that lost a race), :class:`Kubelet` plays a Pod's containers like a node would, ``requests`` records every call.
+Every resourceVersion is one global counter, as in etcd.
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ class KubeApi:
         self.version = 0
         self.compacted = 0
         self._watchers: list[_Watcher] = []
+        self._refusals: dict[str, tuple[int, str, str]] = {}
+        self._conflicts: dict[str, int] = {}
         self._logs: dict[tuple[str, str, str], _LogFeed] = {}
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -213,6 +217,16 @@ class KubeApi:
         """Forget the history so far: a watch from any resourceVersion given out until now gets 410 Expired."""
         self.compacted = self.version + 1
         self.history.clear()
+
+    def refuse(self, plural: str, code: int, reason: str, message: str) -> None:
+        """Answer every create of ``plural`` with this error (e.g. 422 ``Invalid``, 403 ``Forbidden``)."""
+        self._refusals[plural] = (code, reason, message)
+
+    def conflict(self, resource: str, times: int = 1) -> None:
+        """Answer the next ``times`` writes (PUT or PATCH) of ``resource`` (a plural, or ``<plural>/status``) with 409
+        ``Conflict``, as when another writer moved the object first; the object itself moves on (a new
+        resourceVersion), so a writer that re-reads gets a fresh version."""
+        self._conflicts[resource] = self._conflicts.get(resource, 0) + times
 
     @property
     def open_watches(self) -> int:
@@ -301,6 +315,9 @@ class KubeApi:
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
         key = (api, namespace, plural, metadata.get("name", ""))
+        if plural in self._refusals:
+            code, reason, message = self._refusals[plural]
+            return web.json_response(status_body(code, reason, message), status=code)
         if key in self.objects:
             message = f'{plural} "{key[3]}" already exists'
             body = status_body(409, "AlreadyExists", message, {"name": key[3], "kind": plural})
@@ -323,6 +340,11 @@ class KubeApi:
             return self._missing(key)
         body = await request.json()
         expected = (body.get("metadata") or {}).get("resourceVersion")
+        resource = key[2] + ("/status" if request.path.endswith("/status") else "")
+        if self._conflicts.get(resource):
+            self._conflicts[resource] -= 1
+            self._store(key, copy.deepcopy(current), "MODIFIED")  # someone else's write
+            expected = "stale"
         if expected and expected != current["metadata"]["resourceVersion"]:
             message = (
                 f'Operation cannot be fulfilled on {key[2]} "{key[3]}": the object has been modified; '

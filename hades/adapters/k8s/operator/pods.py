@@ -1,0 +1,82 @@
+"""The operator's Pods: the Kubernetes executor's, owned by their BuildJob, with ``maxRetries`` for disrupted Pods.
+
+Each admitted BuildJob's attempt runs through the same ``AttemptRunner`` and the same Pod logic as
+``HADES_EXECUTOR=k8s`` (steps as containers, logs followed into HADES_LOGS, stuck states, the deadline); only
+the Pod's creation differs (an owner reference to the BuildJob, the operator's labels), and a step whose Pod the
+cluster ended (evicted, node lost, deleted by someone else) is handed to ``retry`` while the BuildJob has retries
+left, instead of failing the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import aiohttp
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from hades.adapters.k8s.executor import CONFLICT, K8sExecutor
+from hades.adapters.k8s.operator.status import disrupted, owned_pod
+from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
+from hades.adapters.k8s.watch import read_json
+from hades.core.lifecycle import JobState
+from hades.core.memory import MemoryFormatError
+from hades.core.ports import ExecutionError, StepLogs, StepResult
+
+NOT_FOUND = 404
+#: ``retry(job, reason)``: hand the attempt back for another Pod; False when the BuildJob has no retry left.
+Retry = Callable[[JobState, str], Awaitable[bool]]
+_TROUBLE = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
+
+
+class OperatorPods(K8sExecutor):
+    """Pods for the operator's BuildJobs (``owners`` maps a job id to its BuildJob, set before its attempt runs)."""
+
+    def __init__(self, settings: PodSettings, configuration: Configuration, pull_grace: float = 60.0) -> None:
+        super().__init__(settings, configuration, pull_grace=pull_grace)
+        self.owners: dict[str, dict[str, Any]] = {}
+        self.retry: Retry | None = None  # the controller's
+        self._pod_settings = settings
+
+    async def prepare(self, job: JobState) -> dict[str, float]:
+        """Create the attempt's Pod, owned by the job's BuildJob; a refusal fails the job with the API's words."""
+        try:
+            manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._pod_settings, job.priority)
+        except MemoryFormatError as error:
+            raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
+        owner = self.owners.get(job.job_id)
+        if owner is not None:
+            manifest = owned_pod(manifest, owner)
+        create = self.core.create_namespaced_pod(
+            self._pod_settings.namespace, cast(Any, manifest), _preload_content=False
+        )
+        try:
+            await read_json(cast(aiohttp.ClientResponse, await create))
+        except ApiException as error:
+            if error.status != CONFLICT:
+                raise ExecutionError(f"Kubernetes refused the Pod: {error.status} {error.reason}") from error
+            await self._adopt(job)
+        except _TROUBLE as error:
+            raise ExecutionError(f"cannot reach the Kubernetes API: {error}") from error
+        return {}
+
+    async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
+        """The executor's step; a failure of a Pod the cluster ended goes to ``retry`` first."""
+        result = await super().run_step(job, index, logs)
+        failed = result.error is not None or result.exit_code != 0
+        tolerated = job.spec.steps[index].continue_on_error
+        if failed and not tolerated and self.retry is not None and disrupted(await self._pod(job)):
+            reason = result.error or f"container exited with status {result.exit_code}"
+            await self.retry(job, f"step {index + 1}: {reason}")
+        return result
+
+    async def _pod(self, job: JobState) -> dict[str, Any] | None:
+        name = pod_name(job.job_id, job.attempt)
+        try:
+            call = self.core.read_namespaced_pod(name, self._pod_settings.namespace, _preload_content=False)
+            return await read_json(cast(aiohttp.ClientResponse, await call))
+        except ApiException as error:
+            if error.status == NOT_FOUND:
+                return None
+            raise

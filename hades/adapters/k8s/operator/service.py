@@ -1,0 +1,180 @@
+"""``hades operator`` put together: the API client, the health server, the heartbeat, and the controller run by
+the Lease's holder (or straight away with ``--leader-elect=false``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration
+from nats.aio.client import Client
+from opentelemetry import trace
+
+from hades.adapters.k8s.executor import load_configuration
+from hades.adapters.k8s.operator.controller import Controller, OperatorSettings
+from hades.adapters.k8s.operator.handoff import BuildJobHandoff, NoPods
+from hades.adapters.k8s.operator.lease import LeaderElector, LeaseTerms
+from hades.adapters.k8s.operator.pods import OperatorPods
+from hades.adapters.k8s.operator.resources import BuildJobs
+from hades.adapters.k8s.pods import PodSettings
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.heartbeats import Heartbeats
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.core.logs import LogBudget
+from hades.core.ports import Clock
+from hades.workers.attempt import AttemptRunner
+from hades.workers.executor import ExecutorOptions, ExecutorWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OperatorProcess:
+    """Who this replica is and how it campaigns."""
+
+    identity: str
+    leader_elect: bool = True
+    health_address: str = ":8081"
+    terms: LeaseTerms = field(default_factory=LeaseTerms)
+
+
+def parse_bind_address(address: str) -> tuple[str, int]:
+    """``:8081`` or ``host:8081`` (controller-runtime's flag format) as host and port."""
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)
+
+
+@contextlib.asynccontextmanager
+async def health_server(address: str, ready: Callable[[], bool]) -> AsyncIterator[web.TCPSite]:
+    """``/healthz`` (the process answers) and ``/readyz`` (connected and campaigning or leading)."""
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok") if ready() else web.Response(status=503, text="not ready")
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    host, port = parse_bind_address(address)
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    try:
+        yield site
+    finally:
+        await runner.cleanup()
+
+
+class Operator:
+    """One replica: campaigns for the Lease and, while it leads, runs a fresh controller."""
+
+    def __init__(
+        self,
+        configuration: Configuration,
+        settings: OperatorSettings,
+        pods: PodSettings,
+        process: OperatorProcess,
+        make_runner: Callable[[OperatorPods], AttemptRunner],
+        make_controller: Callable[[BuildJobs, OperatorPods, AttemptRunner], Controller],
+        heartbeats: Heartbeats | None = None,
+    ) -> None:
+        self._configuration = configuration
+        self._settings = settings
+        self._pod_settings = pods
+        self._process = process
+        self._make_runner = make_runner
+        self._make_controller = make_controller
+        self._heartbeats = heartbeats
+        self.controller: Controller | None = None
+        self.elector: LeaderElector | None = None
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        async with ApiClient(self._configuration) as api:
+            buildjobs = BuildJobs(api, self._settings.namespace, self._settings.watch_namespace)
+            beating = asyncio.create_task(self._beat()) if self._heartbeats is not None else None
+            try:
+                async with health_server(self._process.health_address, lambda: True):
+                    if not self._process.leader_elect:
+                        await self._lead(buildjobs)
+                        return
+                    self.elector = LeaderElector(
+                        api, self._settings.namespace, self._process.identity, self._process.terms
+                    )
+                    await self.elector.run(lambda: self._lead(buildjobs))
+            finally:
+                if beating is not None:
+                    beating.cancel()
+
+    async def _lead(self, buildjobs: BuildJobs) -> None:
+        pods = OperatorPods(self._pod_settings, self._configuration)
+        await pods.start()
+        try:
+            self.controller = self._make_controller(buildjobs, pods, self._make_runner(pods))
+            await self.controller.run()
+        finally:
+            self.controller = None
+            await pods.close()
+
+    async def _beat(self) -> None:
+        """Announce the executor id the operator's attempts run under, so the watchdog sees it alive."""
+        heartbeats = self._heartbeats
+        assert heartbeats is not None
+        me = self._pod_settings.executor_id
+        interval = await heartbeats.ttl() / 3
+        while True:
+            try:
+                await heartbeats.beat(me, {"executor_id": me, "operator": self._process.identity})
+            except Exception:
+                log.exception("operator heartbeat failed")
+            await asyncio.sleep(interval)
+
+
+async def run_operator(
+    nc: Client,
+    store: NatsEventStore,
+    clock: Clock,
+    settings: OperatorSettings,
+    pods: PodSettings,
+    process: OperatorProcess,
+    kubeconfig: str | None = None,
+    log_limits: LogBudget | None = None,
+    tracer: trace.Tracer | None = None,
+) -> None:
+    """The operator role until cancelled: its attempts run as ``pods.executor_id``, their logs into HADES_LOGS."""
+    configuration = await load_configuration(kubeconfig)
+    logs = NatsLogStore(nc)
+
+    def runner(engine: OperatorPods) -> AttemptRunner:
+        return AttemptRunner(engine, logs.writer, pods.executor_id, store.watch, log_limits, tracer)
+
+    def controller(buildjobs: BuildJobs, engine: OperatorPods, attempts: AttemptRunner) -> Controller:
+        return Controller(nc, store, clock, buildjobs, engine, attempts, settings)
+
+    operator = Operator(configuration, settings, pods, process, runner, controller, Heartbeats(nc))
+    await operator.run()
+
+
+async def handoff_worker(
+    nc: Client,
+    store: NatsEventStore,
+    clock: Clock,
+    options: ExecutorOptions,
+    namespace: str,
+    kubeconfig: str | None = None,
+    max_retries: int = 0,
+) -> tuple[ExecutorWorker, ApiClient]:
+    """The executor role for ``HADES_EXECUTOR=k8s-operator``: queued attempts become BuildJobs in ``namespace``
+    (the caller closes the returned API client)."""
+    api = ApiClient(await load_configuration(kubeconfig))
+    buildjobs = BuildJobs(api, namespace, namespace)
+    handoff = BuildJobHandoff(buildjobs, NatsLogStore(nc).writer, options.executor_id, store.watch, max_retries)
+    worker = ExecutorWorker(nc, store, handoff, NoPods(), clock, options, Heartbeats(nc))
+    return worker, api
