@@ -254,6 +254,7 @@ def test_container_config_has_image_env_workdir_labels_and_mount() -> None:
 def test_host_config_without_limits_only_mounts_the_volume() -> None:
     assert host_config(Step(image="alpine"), "vol", DEFAULTS) == {
         "Mounts": [{"Type": "volume", "Source": "vol", "Target": "/shared"}],
+        "Privileged": False,
         "SecurityOpt": ["no-new-privileges"],
     }
 

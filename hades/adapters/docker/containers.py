@@ -69,6 +69,9 @@ def host_config(step: Step, volume: str, defaults: DockerDefaults) -> dict[str, 
     """Mount and limits. The executor's defaults apply to steps that set no limit of their own."""
     config: dict[str, Any] = {
         "Mounts": [{"Type": "volume", "Source": volume, "Target": SHARED_PATH}],
+        # Never privileged, and no process may gain privileges it was not started with (setuid binaries, file
+        # capabilities). Docker's default capability set stays: build steps run apt, chown and the like.
+        "Privileged": False,
         "SecurityOpt": ["no-new-privileges"],
     }
     cpus = step.cpu_limit or defaults.cpu_limit
