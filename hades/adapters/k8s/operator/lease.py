@@ -109,18 +109,21 @@ class LeaderElector:
         identity: str,
         terms: LeaseTerms | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        release_on_cancel: bool = True,
     ) -> None:
         self._leases = CoordinationV1Api(api)
         self._namespace = namespace
         self.identity = identity
         self._terms = terms or LeaseTerms()
         self._now = now
+        self._release_on_cancel = release_on_cancel
         self._lease: dict[str, Any] | None = None
         self.leading = False
         self.terms_led = 0  # how often this candidate became the leader
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Campaign, lead, and campaign again after losing the Lease, until cancelled (the Lease is then given up).
+        """Campaign, lead, and campaign again after losing the Lease, until cancelled (the Lease is then given up,
+        unless ``release_on_cancel`` is off).
         ``lead`` ending by itself ends this too (an error in it propagates)."""
         try:
             while True:
@@ -128,19 +131,22 @@ class LeaderElector:
                 log.info("%s leads (Lease %s/%s)", self.identity, self._namespace, LEASE_NAME)
                 leading = asyncio.create_task(lead(), name="leading")
                 renewing = asyncio.create_task(self._keep(), name="lease-renewal")
-                done, _ = await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
-                self.leading = False
-                for task in (renewing, leading):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                try:
+                    done, _ = await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (renewing, leading):  # leading stops before anyone else may lead
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
                 if leading in done:
                     return
+                self.leading = False
                 log.warning("%s lost the Lease; stepping down", self.identity)
         finally:
             if self.leading:
                 self.leading = False
-                await asyncio.shield(self._release())
+                if self._release_on_cancel:
+                    await asyncio.shield(self._release())
 
     async def _acquire(self) -> None:
         while True:
