@@ -1,0 +1,99 @@
+"""Jobs through the real Hades in operator mode: the API, the scheduler and the executor role with
+``HADES_EXECUTOR=k8s-operator`` in one process, two ``hades operator`` replicas in two more (all on the session's
+real nats-server, each pointed by a kubeconfig at the in-test API server), a ``Kubelet`` playing the Pods."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from nats.aio.client import Client
+
+from hades.adapters.k8s.operator.lease import LEASE_NAME
+from hades.adapters.k8s.pods import pod_name
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.core.events import JobFailed, JobStopped, JobSucceeded
+from hades.core.logs import coalesce
+from hades.runtime import Roles
+from tests.adapters.k8s.test_k8s_pipeline import kubeconfig
+from tests.conftest import StartHades, eventually, free_port
+from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+
+NAMESPACE = "pipeline"
+GROUP = "build.hades.tum.de/v1"
+
+
+async def test_jobs_run_through_hades_as_buildjobs_and_only_the_leading_operator_reconciles(
+    start_hades: StartHades, nc: Client, tmp_path: Path
+) -> None:
+    async with KubeApi() as kube:
+        config = str(kubeconfig(tmp_path / "kubeconfig", kube.url))
+        k8s = {"K8S_NAMESPACE": NAMESPACE, "K8S_KUBECONFIG": config}
+        hades = await start_hades(HADES_EXECUTOR="k8s-operator", MAX_ATTEMPTS=2, **k8s)
+        ports = [free_port(), free_port()]
+        for replica, port in enumerate(ports):
+            await start_hades(
+                Roles(operator=True),
+                POD_NAME=f"operator-{replica}",
+                HADES_EXECUTOR_ID=f"operator-{replica}",
+                WATCH_NAMESPACE=NAMESPACE,
+                DELETE_ON_COMPLETE="false",
+                HEALTH_PROBE_BIND_ADDRESS=f"127.0.0.1:{port}",
+                **k8s,
+            )
+        async with httpx.AsyncClient() as client:
+            for port in ports:
+                health = await eventually(lambda p=port: _get(client, f"http://127.0.0.1:{p}/healthz"), timeout=10)
+                assert health == "ok"
+                assert await _get(client, f"http://127.0.0.1:{port}/readyz") == "ok"
+
+        job = {
+            "name": "on-the-operator",
+            "steps": [
+                {"id": 1, "image": "alpine:3.22", "script": "echo compiled"},
+                {"id": 2, "image": "alpine:3.22", "script": "echo tested"},
+            ],
+        }
+        job_id = await hades.submit(job)
+        outcomes = {"step-1": Outcome(("compiled",)), "step-2": Outcome(("tested",))}
+        assert await Kubelet(kube, NAMESPACE).run(pod_name(job_id, 1), outcomes) == "Succeeded"
+        detail = await hades.wait_terminal(job_id, timeout=20)
+
+        assert detail["status"] == "Succeeded", detail
+        buildjob = kube.get(NAMESPACE, "buildjobs", job_id, api=GROUP)
+        assert buildjob is not None and buildjob["spec"]["maxRetries"] == 1  # MAX_ATTEMPTS - 1
+        assert buildjob["metadata"]["labels"]["hades/source"] == "scheduler"
+        status = await kube.wait_for(
+            lambda: _status(kube, job_id).get("phase") == "Succeeded" and _status(kube, job_id)
+        )
+        assert status["currentStep"] == 3
+        logs = coalesce(await NatsLogStore(nc).read(job_id))
+        assert [(log.container_id, [e.message for e in log.logs or []]) for log in logs] == [
+            ("step-1", ["compiled"]),
+            ("step-2", ["tested"]),
+        ]
+        history = [r.event for r in await NatsEventStore(nc).history(job_id)]
+        assert sum(isinstance(e, JobSucceeded | JobFailed | JobStopped) for e in history) == 1
+
+        lease = kube.get(NAMESPACE, "leases", LEASE_NAME, api="coordination.k8s.io/v1")
+        assert lease is not None
+        leader = lease["spec"]["holderIdentity"]
+        started = {e.executor_id for e in history if type(e).__name__ == "JobStarted"}
+        assert started == {leader}  # the attempt ran under the leader, and only there
+        pods_created_by = [r for r in kube.requests if r[0] == "POST" and r[1].endswith("/pods")]
+        assert len(pods_created_by) == 1
+        await kube.wait_for(lambda: kube.get(NAMESPACE, "pods", pod_name(job_id, 1)) is None)
+
+
+def _status(kube: KubeApi, job_id: str) -> dict[str, Any]:
+    return (kube.get(NAMESPACE, "buildjobs", job_id, api=GROUP) or {}).get("status") or {}
+
+
+async def _get(client: httpx.AsyncClient, url: str) -> str | None:
+    try:
+        response = await client.get(url)
+    except httpx.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
