@@ -228,7 +228,11 @@ def test_default_runs_jobs_as_pods_through_the_k8s_executor() -> None:
 
 def test_operator_mode_runs_the_operator_with_leader_election_and_its_role() -> None:
     manifests = render({"execution": {"mode": "operator"}})
-    assert f"Deployment/{FULLNAME}-executor" not in names(manifests)
+    # the executor hands queued jobs over as BuildJobs, and may do nothing else in the cluster
+    (executor,) = pod_specs(manifests)[f"Deployment/{FULLNAME}-executor"]["containers"]
+    assert env(executor)["HADES_EXECUTOR"] == "k8s-operator"
+    group, plural = crd()["spec"]["group"], crd()["spec"]["names"]["plural"]
+    assert _grants(find(manifests, "Role", f"{FULLNAME}-executor")) == {(group, plural): {"create"}}
     deployment = find(manifests, "Deployment", f"{FULLNAME}-operator")
     assert deployment["spec"]["replicas"] == 2
     (operator,) = deployment["spec"]["template"]["spec"]["containers"]
@@ -250,6 +254,7 @@ def test_operator_mode_runs_the_operator_with_leader_election_and_its_role() -> 
     assert grants[("", "events")] == {"create", "patch"}
     assert grants[("", "pods")] == {"create", "get", "list", "watch", "delete"}
     assert ("", "secrets") not in grants
+    assert ("batch", "jobs") not in grants  # the operator makes Pods itself
     assert find(manifests, "PodDisruptionBudget", f"{FULLNAME}-operator")["spec"]["minAvailable"] == 1
 
 

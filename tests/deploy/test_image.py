@@ -73,7 +73,9 @@ def test_every_setting_the_chart_gives_is_one_hades_reads() -> None:
 
     known = {field.validation_alias for field in Settings.model_fields.values()} | {"PYTHONDONTWRITEBYTECODE"}
     values = {"auth": {"secretName": "a"}, "hadesApi": {"dashboard": {"enabled": True, "secretName": "d"}}}
-    for workload, pod in pod_specs(render(values)).items():
+    operator = {**values, "execution": {"mode": "operator"}}
+    workloads = {**pod_specs(render(values)), **pod_specs(render(operator))}
+    for workload, pod in workloads.items():
         for container in pod["containers"] + pod.get("initContainers", []):
             if container["image"].startswith("ghcr.io/hades-scheduler/"):
                 unknown = {item["name"] for item in container.get("env", [])} - known

@@ -183,3 +183,13 @@ readinessProbe:
   httpGet: {path: /metrics, port: metrics}
   periodSeconds: 10
 {{- end }}
+
+{{/* A Pod per job: created, watched, read, deleted on cancel and cleanup; its containers' logs followed. */}}
+{{- define "hades.podRules" }}
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [create, get, list, watch, delete]
+  - apiGroups: [""]
+    resources: [pods/log]
+    verbs: [get]
+{{- end }}
