@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from hades.adapters.docker.containers import (
 )
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
-from hades.core.logs import OutputStream, parse_line
+from hades.core.logs import OutputStream, parse_line, parse_timestamp
 from hades.core.ports import ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,43 @@ class _Progress:
     """Lines the log pumps of one container have handed on so far."""
 
     lines: int = 0
+
+
+_DIGITS = re.compile(r"[0-9]*")
+
+
+@dataclass
+class _Seen:
+    """Where a followed log stream got to: its last line's timestamp and how many lines carried exactly it."""
+
+    stamp: str = ""
+    at_stamp: int = 0
+
+    def add(self, line: str) -> None:
+        stamp = line.partition(" ")[0]
+        if stamp == self.stamp:
+            self.at_stamp += 1
+        elif parse_timestamp(stamp) is not None:
+            self.stamp, self.at_stamp = stamp, 1
+
+    def since(self) -> str:
+        """The engine's ``since`` for the last timestamp seen (whole seconds and nanoseconds), 0 for none."""
+        moment = parse_timestamp(self.stamp)
+        if moment is None:
+            return "0"
+        fraction = _DIGITS.match(self.stamp.partition(".")[2]) if "." in self.stamp else None
+        nanos = (fraction[0] if fraction else "")[:9].ljust(9, "0")
+        return f"{int(moment.replace(microsecond=0).timestamp())}.{nanos}"
+
+    def after(self, lines: list[str]) -> list[str]:
+        """Of a re-read from ``since()`` on, the lines not seen yet (the ones at the last timestamp were, in part)."""
+        skip, fresh = self.at_stamp, []
+        for line in lines:
+            if skip and line.partition(" ")[0] == self.stamp:
+                skip -= 1
+                continue
+            fresh.append(line)
+        return fresh
 
 
 @contextlib.contextmanager
@@ -269,17 +307,25 @@ class DockerExecutor:
     async def _pump(
         self, container: DockerContainer, stream: OutputStream, logs: StepLogs, progress: _Progress
     ) -> None:
-        """Follow one output stream, split it into lines and hand each to the log writer."""
-        buffer = ""
+        """Follow one output stream, split it into lines and hand each to the log writer.
+
+        The engine may end a follow before it sent everything (seen under load: 15,644 of 100,000 lines, and no
+        error), so once it ends, what the engine stored after the last whole line seen is read once more,
+        without following; a line cut short by the end of the follow comes back whole in that read.
+        """
+        buffer, seen = "", _Seen()
         flags = {"stdout": stream == "stdout", "stderr": stream == "stderr"}
         async for chunk in container.log(follow=True, timestamps=True, **flags):
             buffer += chunk
             *lines, buffer = buffer.split("\n")
             for line in lines:
+                seen.add(line)
                 await self._emit(line, stream, logs)
             progress.lines += len(lines)
-        if buffer:
-            await self._emit(buffer, stream, logs)
+        rest = await container.log(follow=False, timestamps=True, since=seen.since(), **flags)
+        for line in seen.after("".join(rest).split("\n")):
+            await self._emit(line, stream, logs)
+            progress.lines += 1
 
     @staticmethod
     async def _emit(line: str, stream: OutputStream, logs: StepLogs) -> None:
