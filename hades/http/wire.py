@@ -88,6 +88,15 @@ class StepDetail(TypedDict):
     finished_at: str | None
 
 
+class AttemptRun(TypedDict):
+    """Which executor took one attempt, with the labels it advertised (executor pools)."""
+
+    attempt: int
+    executor_id: str
+    executor_labels: dict[str, str]
+    started_at: str
+
+
 class JobDetail(TypedDict):
     """``GET /jobs/{id}``: times are ISO 8601 UTC with a ``Z``; ``timing`` is the phase breakdown in seconds."""
 
@@ -98,6 +107,8 @@ class JobDetail(TypedDict):
     priority: str
     attempt: int
     executor_id: str | None
+    executor_labels: dict[str, str] | None
+    attempts: list[AttemptRun]
     submitted_at: str | None
     queued_at: str | None
     started_at: str | None
