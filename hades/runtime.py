@@ -25,7 +25,7 @@ from hades.adapters.k8s.executor import K8sExecutor
 from hades.adapters.k8s.operator.controller import OperatorSettings
 from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
 from hades.adapters.k8s.pods import PodSettings
-from hades.adapters.nats.connection import connect
+from hades.adapters.nats.connection import UNAVAILABLE, connect, connect_options
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
@@ -58,6 +58,9 @@ from hades.workers.watchdog import Watchdog, WatchdogPolicy
 from hades.workers.webhooks import WebhookSender, WebhookSettings, webhook_router
 
 log = logging.getLogger(__name__)
+
+#: How long a start-up keeps trying while NATS cannot answer yet.
+_STARTUP_PATIENCE = 60.0
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,32 @@ async def serve(
     """Run the roles until SIGINT/SIGTERM (or ``stop`` is set), then stop them in order.
 
     ``tracing`` replaces what the settings ask for (tests hand in an in-memory exporter); the caller then owns it.
+    A start-up that meets a NATS unable to answer yet (a node restarting, a cluster electing leaders) is undone and
+    tried again for up to a minute, rather than the process exiting in the middle of a fault it would outlive.
     """
     stop = stop or _stop_on_signals()
+    deadline = asyncio.get_running_loop().time() + _STARTUP_PATIENCE
+    while True:
+        up = asyncio.Event()
+        try:
+            await _serve(settings, roles, nats_url, stop, tracing, up)
+            return
+        except UNAVAILABLE as error:
+            if up.is_set() or stop.is_set() or asyncio.get_running_loop().time() > deadline:
+                raise
+            log.warning("NATS did not answer while starting (%r); starting again", error)
+            await asyncio.sleep(1)
+
+
+async def _serve(
+    settings: Settings,
+    roles: Roles,
+    nats_url: str,
+    stop: asyncio.Event,
+    tracing: Tracing | None,
+    up: asyncio.Event,
+) -> None:
+    """One start of the roles (``up`` set once all of them are), run until ``stop``."""
     dashboard_config = DashboardConfig.from_settings(settings) if roles.api else None  # a bad setting fails here
     nc = await connect(nats_url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
     await verify(nc.jetstream(), load_topology(settings.streams_file))
@@ -125,7 +152,9 @@ async def serve(
         if roles.scheduler or roles.notifier:
             broker_log = logging.getLogger("hades.faststream")
             broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
-            broker = NatsBroker(nats_url, logger=broker_log, log_level=logging.DEBUG)
+            # the same servers (a cluster's list), credentials and endless reconnecting as the role's own connection
+            credentials = (settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
+            broker = NatsBroker(**connect_options(nats_url, *credentials), logger=broker_log, log_level=logging.DEBUG)
             if roles.scheduler:
                 projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
                 watchdog = _watchdog(settings, nc, store, clock, views.jobs)
@@ -150,6 +179,7 @@ async def serve(
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
         _serve_metrics(settings, roles, metrics, stack)
+        up.set()
         log.info("hades is up: %s", roles.names())
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:

@@ -7,6 +7,12 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
+
+#: What a NATS that is there but cannot answer yet raises (a node restarting, a cluster electing leaders): worth
+#: asking again. ``TimeoutError`` covers nats-py's own, which subclasses it.
+UNAVAILABLE = (TimeoutError, NoRespondersError, NoStreamResponseError, ServiceUnavailableError)
 
 
 async def connect(
@@ -17,6 +23,20 @@ async def connect(
     name: str = "Hades",
 ) -> Client:
     """Open a connection that keeps reconnecting, as a long-running service needs."""
+    return await nats.connect(**connect_options(url, username, password, tls, name))
+
+
+def connect_options(
+    url: str,
+    username: str | None = None,
+    password: str | None = None,
+    tls: bool = False,
+    name: str = "Hades",
+) -> dict[str, Any]:
+    """The options of :func:`connect`, which FastStream's ``NatsBroker`` takes under the same names.
+
+    ``url`` may list several servers, comma-separated (a cluster): the client picks one and fails over to the others.
+    """
     options: dict[str, Any] = {
         "servers": [u.strip() for u in url.split(",") if u.strip()],
         "name": name,
@@ -30,4 +50,4 @@ async def connect(
         context = ssl.create_default_context()
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         options["tls"] = context
-    return await nats.connect(**options)
+    return options
