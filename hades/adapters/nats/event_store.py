@@ -28,6 +28,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 from prometheus_client import Histogram
 
+from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
@@ -40,6 +41,10 @@ log = logging.getLogger(__name__)
 
 #: Refusals that mean "the log moved": a stale expectation (10071) or a batch whose msg id is stored (10201).
 _ALREADY_THERE = (10071, 10201)
+#: How long an append keeps asking a NATS that cannot answer yet: a stream's leader election after a cluster node
+#: is lost takes a few seconds; a client's reconnect waits 2 s between attempts.
+_OUTAGE_PATIENCE = 20.0
+_OUTAGE_RETRY = 0.5
 _MSG_ID = "Nats-Msg-Id"
 #: Room kept for the headers of an append within the server's maximum message size.
 _HEADER_ALLOWANCE = 1024
@@ -111,10 +116,7 @@ class NatsEventStore:
         headers[0]["Nats-Expected-Last-Subject-Sequence-Subject"] = job_events(job_id)
         try:
             if len(events) == 1:
-                ack = await self._js.publish(
-                    event_subject(events[0]), bodies[0], timeout=self._timeout, headers=headers[0]
-                )
-                return int(ack.seq)
+                return await self._publish(event_subject(events[0]), bodies[0], headers[0])
             return await self._append_batch(events, bodies, headers)
         except APIError as error:
             if error.err_code not in _ALREADY_THERE:
@@ -125,6 +127,24 @@ class NatsEventStore:
             raise ConcurrencyConflict(job_id, expected_seq, last[0] if last else None) from error
         except (NatsError, TimeoutError) as error:
             raise StoreUnavailable(f"the event log is unreachable: {error!r}") from error
+
+    async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> int:
+        """One append; a NATS that cannot answer yet (a cluster electing the stream's leader after losing a node,
+        a server restarting) is asked again with the same headers for up to ``_OUTAGE_PATIENCE`` seconds.
+
+        A retry of an append that had landed meets its own expected sequence moved on, and :meth:`_append`
+        recognises its message id: the retry never appends twice.
+        """
+        deadline = time.monotonic() + _OUTAGE_PATIENCE
+        while True:
+            try:
+                ack = await self._js.publish(subject, body, timeout=self._timeout, headers=headers)
+                return int(ack.seq)
+            except UNAVAILABLE as error:
+                if time.monotonic() >= deadline:
+                    raise
+                log.info("the event log did not answer an append (%r); asking again", error)
+                await asyncio.sleep(_OUTAGE_RETRY)
 
     def _check_size(self, bodies: list[bytes]) -> None:
         limit = self._nc.max_payload - _HEADER_ALLOWANCE
