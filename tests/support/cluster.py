@@ -162,14 +162,18 @@ class NatsCluster:
 
 
 @contextlib.asynccontextmanager
-async def nats_cluster(size: int = 3) -> AsyncIterator[NatsCluster]:
-    """A running cluster with a meta leader; every node is stopped and the stores removed at the end."""
-    root = Path(tempfile.mkdtemp(prefix="hades-cluster-"))
-    cluster = NatsCluster(root, size)
+async def nats_cluster(root: Path | None = None, size: int = 3) -> AsyncIterator[NatsCluster]:
+    """A running cluster with a meta leader; every node is stopped at the end.
+
+    Stores and server logs go under ``root`` (kept, for a failed test's post-mortem), else a temp folder removed after.
+    """
+    workdir = root or Path(tempfile.mkdtemp(prefix="hades-cluster-"))
+    cluster = NatsCluster(workdir, size)
     try:
         cluster.start()
         await cluster.wait_ready()
         yield cluster
     finally:
         await asyncio.to_thread(cluster.stop)
-        shutil.rmtree(root, ignore_errors=True)
+        if root is None:
+            shutil.rmtree(workdir, ignore_errors=True)
