@@ -29,6 +29,7 @@ from hades.adapters.k8s.operator.admission import Candidate, admit, effective_li
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs, BuildJobWatch, Key
 from hades.adapters.k8s.operator.status import buildjob_status
+from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import LABEL_JOB, pod_name
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
 from hades.core.lifecycle import JobState, RequestCancel, RequeueJob, Status
@@ -104,9 +105,10 @@ class Controller:
         try:
             async with self.watch:
                 while True:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), self._settings.resync_seconds)
-                    if not self._wake.is_set():
+                    try:  # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancel that meets a wake-up
+                        async with asyncio.timeout(self._settings.resync_seconds):
+                            await self._wake.wait()
+                    except TimeoutError:
                         self._everything = True  # the resync
                     if self.watch.failure is not None:
                         raise RuntimeError(self.watch.failure)
@@ -266,4 +268,6 @@ class Controller:
         tasks = list(self.books.attempts.values())
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for task in tasks:
+            with contextlib.suppress(Exception):
+                await stop(task)

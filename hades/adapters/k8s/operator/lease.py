@@ -22,6 +22,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.watch import read_json
 
 log = logging.getLogger(__name__)
@@ -133,11 +134,11 @@ class LeaderElector:
                 renewing = asyncio.create_task(self._keep(), name="lease-renewal")
                 try:
                     done, _ = await asyncio.wait({leading, renewing}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    for task in (renewing, leading):  # leading stops before anyone else may lead
-                        task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await task
+                finally:  # leading stops before anyone else may lead
+                    try:
+                        await stop(renewing)
+                    finally:
+                        await stop(leading)
                 if leading in done:
                     return
                 self.leading = False

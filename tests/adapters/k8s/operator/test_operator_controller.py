@@ -7,9 +7,10 @@ a BuildJob as the executor role in operator mode does, and runs the controller; 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -20,10 +21,12 @@ from hades.adapters.k8s.operator.controller import Controller, OperatorSettings
 from hades.adapters.k8s.operator.handoff import BuildJobHandoff
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs
+from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import PodSettings, pod_name
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.clock import SystemClock
+from hades.core.errors import InvalidTransition
 from hades.core.events import (
     JobFailed,
     JobPrepared,
@@ -59,6 +62,7 @@ class Rig:
     buildjobs: BuildJobs
     controller: Controller
     kubelet: Kubelet
+    jobs: list[str] = field(default_factory=list)
 
     async def submit(self, *steps: Step, priority: int = 2, max_retries: int = 0, **spec: Any) -> str:
         """A job submitted and queued in the log, and its BuildJob handed over."""
@@ -71,7 +75,14 @@ class Rig:
         handoff = BuildJobHandoff(self.buildjobs, writers, "handoff", self.store.watch, max_retries)
         assert job.state is not None
         assert await handoff.run(job, job.state.attempt)
+        self.jobs.append(job_id)
         return job_id
+
+    async def cancel_unfinished(self) -> None:
+        """Stop what a test left running or waiting, so no later test's executor on this NATS picks it up."""
+        for job_id in self.jobs:
+            with contextlib.suppress(InvalidTransition):
+                await (await JobHandle.load(self.store, CLOCK, job_id)).run(job_id, RequestCancel(by="teardown"))
 
     def buildjob(self, job_id: str) -> dict[str, Any] | None:
         return self.kube.get(NAMESPACE, "buildjobs", job_id, api=GROUP)
@@ -124,13 +135,10 @@ async def rig(nc: Client, event_store: NatsEventStore) -> AsyncIterator[RigFacto
         settings = OperatorSettings(NAMESPACE, NAMESPACE, **{"resync_seconds": 30.0, **options})
         controller = Controller(nc, event_store, CLOCK, buildjobs, pods, runner, settings)
         task = asyncio.create_task(controller.run())
-
-        async def stop() -> None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-        stack.append(stop)
-        return Rig(kube, event_store, nc, buildjobs, controller, Kubelet(kube, NAMESPACE))
+        rig = Rig(kube, event_store, nc, buildjobs, controller, Kubelet(kube, NAMESPACE))
+        stack.append(rig.cancel_unfinished)  # after the controller stopped and handed its attempts back
+        stack.append(lambda: stop(task))
+        return rig
 
     yield make
     for close in reversed(stack):

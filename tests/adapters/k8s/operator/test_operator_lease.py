@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,6 +20,7 @@ from hades.adapters.k8s.operator.lease import (
     next_move,
     released,
 )
+from hades.adapters.k8s.operator.tasks import stop
 from tests.conftest import eventually
 from tests.support.k8s_api import KubeApi
 
@@ -67,9 +67,7 @@ class Candidate:
 
     async def stop(self) -> None:
         assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        await stop(self.task)
 
 
 def holder(kube: KubeApi) -> Any:
