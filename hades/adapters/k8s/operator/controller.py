@@ -60,7 +60,7 @@ class _Books:
     waiting: dict[Key, Candidate] = field(default_factory=dict)
     jobs: dict[str, Key] = field(default_factory=dict)  # job id -> BuildJob
     keys: dict[Key, str] = field(default_factory=dict)  # BuildJob -> job id
-    finished: set[Key] = field(default_factory=set)
+    finished: dict[Key, str] = field(default_factory=dict)  # -> the resourceVersion it was left at
     admitted: list[Key] = field(default_factory=list)  # in order, for the record
 
 
@@ -155,6 +155,8 @@ class Controller:
         if buildjob is None:
             await self._deleted(key)
             return
+        if self.books.finished.get(key) == _version(buildjob):
+            return  # done with, and nobody wrote it since: no need to read its history on every resync
         labels = buildjob["metadata"].get("labels") or {}
         job_id = str(labels.get(LABEL_JOB) or key[1])
         self.books.jobs[job_id], self.books.keys[key] = key, job_id
@@ -165,9 +167,9 @@ class Controller:
             return
         if state.status.is_terminal:
             self.books.waiting.pop(key, None)
-            await self._report(buildjob, state, None)
-            if key not in self.books.attempts:
-                await self._finish(key, job_id)
+            written = await self._report(buildjob, state, None)
+            if key not in self.books.attempts and written is not None:
+                await self._finish(key, job_id, written)
             return
         if state.status is Status.QUEUED and key not in self.books.attempts:
             self.books.waiting[key] = Candidate.of(buildjob)
@@ -179,26 +181,26 @@ class Controller:
 
     async def _report(
         self, buildjob: dict[str, Any], state: JobState, pod: dict[str, Any] | None, waiting: str | None = None
-    ) -> None:
+    ) -> dict[str, Any] | None:
+        """Write the status the job's state implies; returns the BuildJob as it now is (None: gone)."""
+
         def status_for(current: dict[str, Any]) -> dict[str, Any]:
             retries = int((current.get("status") or {}).get("retryCount") or 0)
             return buildjob_status(state, pod, retries, waiting)
 
-        await self._buildjobs.write_status(buildjob, status_for)
+        return await self._buildjobs.write_status(buildjob, status_for)
 
-    async def _finish(self, key: Key, job_id: str) -> None:
+    async def _finish(self, key: Key, job_id: str, buildjob: dict[str, Any]) -> None:
         """The job ended and its attempt is over: its Pods go, and the BuildJob with DELETE_ON_COMPLETE."""
-        if key in self.books.finished:
-            return
         await self._buildjobs.delete_pods(job_id)
         if self._settings.delete_on_complete:
             await self._buildjobs.delete(key)
-        self.books.finished.add(key)
+        self.books.finished[key] = _version(buildjob)
 
     async def _deleted(self, key: Key) -> None:
         """The BuildJob is gone: an unfinished job is cancelled (its attempt then stops and deletes its Pod)."""
         self.books.waiting.pop(key, None)
-        self.books.finished.discard(key)
+        self.books.finished.pop(key, None)
         job_id = self.books.keys.pop(key, None)
         if job_id is None:
             return
@@ -271,3 +273,7 @@ class Controller:
         for task in tasks:
             with contextlib.suppress(Exception):
                 await stop(task)
+
+
+def _version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))

@@ -16,6 +16,7 @@ import aiohttp
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from hades.adapters.docker.executor import lap
 from hades.adapters.k8s.executor import CONFLICT, K8sExecutor
 from hades.adapters.k8s.operator.status import disrupted, owned_pod
 from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
@@ -51,15 +52,17 @@ class OperatorPods(K8sExecutor):
         create = self.core.create_namespaced_pod(
             self._pod_settings.namespace, cast(Any, manifest), _preload_content=False
         )
+        phases: dict[str, float] = {}
         try:
-            await read_json(cast(aiohttp.ClientResponse, await create))
+            with lap(phases, "pod"):
+                await read_json(cast(aiohttp.ClientResponse, await create))
         except ApiException as error:
             if error.status != CONFLICT:
                 raise ExecutionError(f"Kubernetes refused the Pod: {error.status} {error.reason}") from error
             await self._adopt(job)
         except _TROUBLE as error:
             raise ExecutionError(f"cannot reach the Kubernetes API: {error}") from error
-        return {}
+        return phases
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """The executor's step; a failure of a Pod the cluster ended goes to ``retry`` first."""
