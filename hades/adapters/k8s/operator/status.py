@@ -124,12 +124,14 @@ def disrupted(pod: dict[str, Any] | None) -> bool:
 
 
 def owned_pod(pod: dict[str, Any], buildjob: dict[str, Any]) -> dict[str, Any]:
-    """The Pod as the operator creates it: owned by its BuildJob (deleting the BuildJob deletes the Pod) and
-    labelled with it."""
+    """The Pod as the operator creates it: labelled with its BuildJob and, in the same namespace, owned by it
+    (deleting the BuildJob deletes the Pod)."""
     owned = copy.deepcopy(pod)
     metadata = owned["metadata"]
     owner = buildjob["metadata"]
     metadata["labels"] = {**metadata["labels"], LABEL_MANAGED_BY: MANAGED_BY_OPERATOR, LABEL_BUILDJOB: owner["name"]}
+    if owner.get("namespace") != metadata.get("namespace"):
+        return owned  # an owner in another namespace counts as missing, and the garbage collector would delete the Pod
     metadata["ownerReferences"] = [
         {
             "apiVersion": f"{GROUP}/{VERSION}",

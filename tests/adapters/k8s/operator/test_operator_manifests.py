@@ -191,3 +191,8 @@ def test_the_operators_pod_is_valid_kubernetes_and_owned_by_its_buildjob(version
     labels = manifest["metadata"]["labels"]
     assert labels["hades.tum.de/buildjob"] == JOB_ID and labels["app.kubernetes.io/managed-by"] == "hades-operator"
     assert labels["hades/job-id"] == JOB_ID and labels["hades/attempt"] == "2"
+    elsewhere = owned_pod(
+        pod_manifest(JOB_ID, 2, SPEC, settings),
+        {**buildjob, "metadata": {**buildjob["metadata"], "namespace": "team-a"}},
+    )
+    assert "ownerReferences" not in elsewhere["metadata"]  # a cross-namespace owner would get the Pod collected
