@@ -124,7 +124,7 @@ class Submitter:
 
     urls: list[str]
     job: Any  # (index) -> the job body
-    accepted: dict[str, float] = field(default_factory=dict)  # job id -> wall time of its 200
+    accepted: dict[str, float] = field(default_factory=dict)  # job id -> wall time its accepted POST was sent
     refused: int = 0  # 4xx: a bug in the test or in Hades, asserted to be 0
     retries: int = 0
     latencies: list[float] = field(default_factory=list)
@@ -136,7 +136,7 @@ class Submitter:
         body = self.job(next(self._counter))
         while time.monotonic() < deadline:
             url = self.urls[next(self._turn) % len(self.urls)]
-            began = time.perf_counter()
+            sent, began = time.time(), time.perf_counter()
             try:
                 response = await client.post(f"{url}/build", json=body)
             except httpx.HTTPError:
@@ -152,7 +152,7 @@ class Submitter:
                 return None
             self.latencies.append(time.perf_counter() - began)
             job_id = str(response.json()["job_id"])
-            self.accepted[job_id] = time.time()
+            self.accepted[job_id] = sent
             return job_id
         raise AssertionError(f"no API replica accepted a job within the deadline ({self.retries} retries)")
 
