@@ -26,9 +26,9 @@ class StepOutcome(StrEnum):
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    version: int = Field(default=1, ge=1)
-    job_id: str
-    at: datetime
+    version: int = Field(default=1, ge=1, description="the shape's version; older ones are upcast when read")
+    job_id: str = Field(description="the job (the aggregate) the event belongs to")
+    at: datetime = Field(description="when it happened (UTC)")
 
     @property
     def subject_token(self) -> str:
@@ -158,10 +158,10 @@ class JobStopped(_Event):
 class _Delivery(_Event):
     """One attempt to deliver something about a finished job to a client's URL."""
 
-    url: str
-    delivery_attempt: int
-    duration_ms: int
-    status_code: int | None = None
+    url: str = Field(description="where it was POSTed, without credentials and query")
+    delivery_attempt: int = Field(description="this delivery's attempt number, from 1")
+    duration_ms: int = Field(description="how long the attempt took (milliseconds)")
+    status_code: int | None = Field(default=None, description="the receiver's HTTP status; None if none came")
 
 
 class LogsForwarded(_Delivery):
