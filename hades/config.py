@@ -330,6 +330,17 @@ class Settings(BaseSettings):
         description="key=value,... advertised for job constraints, over the detected os, arch, cpu, memory",
     )
 
+    # artifacts (docs/artifacts.md): kept in the object store HADES_ARTIFACTS, whose retention streams.yaml sets
+    artifact_max_bytes: int = Field(
+        default=256 * 2**20,
+        gt=0,
+        validation_alias="ARTIFACT_MAX_BYTES",
+        description="bytes of artifacts kept per job (what does not fit is listed as skipped), and of inputs placed",
+    )
+    artifact_fetch_timeout: float = Field(
+        default=60.0, gt=0, validation_alias="ARTIFACT_FETCH_TIMEOUT", description="seconds to fetch one URL input"
+    )
+
     # operator (`hades operator`): BuildJobs reconciled into Pods in K8S_NAMESPACE; MAX_PARALLELISM 0 means 100
     watch_namespace: str | None = Field(
         default=None,

@@ -25,6 +25,7 @@ from hades.adapters.k8s.executor import K8sExecutor
 from hades.adapters.k8s.operator.controller import OperatorSettings
 from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
 from hades.adapters.k8s.pods import PodSettings
+from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.connection import UNAVAILABLE, connect, connect_options
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -50,6 +51,7 @@ from hades.projections.snapshot import restore, take
 from hades.projections.views import ReadModels
 from hades.timing_log import TimingLog
 from hades.tracing import TRACING_OFF, Tracing, setup_tracing
+from hades.workers.artifacts import Artifacts
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
@@ -229,8 +231,11 @@ async def _executor(
     logs = NatsLogStore(nc)
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
     labels = executor_labels(settings.executor_labels)
+    artifacts = Artifacts(
+        ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
+    )
     runner = AttemptRunner(
-        engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics, labels
+        engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics, labels, artifacts
     )
     options = ExecutorOptions(
         executor_id=settings.executor_id,
@@ -427,6 +432,7 @@ def _api(
         clock=clock,
         auth_key=settings.auth_key,
         callbacks=settings.callback_policy,
+        artifacts=ArtifactStore(nc),
         webhooks=webhooks,
         tracer=tracing.tracer,
         registry=registry,

@@ -139,6 +139,11 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
+def guarded_transport(policy: CallbackPolicy) -> httpx.AsyncHTTPTransport:
+    """A transport whose every connection is checked against ``policy`` (for other fetches than callbacks: inputs)."""
+    return _GuardedTransport(policy)
+
+
 def _ms_since(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 

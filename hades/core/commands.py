@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hades.core.artifacts import SkippedArtifact, StoredArtifact
 from hades.core.spec import JobSpec, Priority
 
 
@@ -146,6 +147,15 @@ class StopJob:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class RecordArtifacts:
+    """The executor kept the ended attempt's artifacts (``files``) and says what it did not keep (``skipped``)."""
+
+    attempt: int
+    files: tuple[StoredArtifact, ...] = ()
+    skipped: tuple[SkippedArtifact, ...] = ()
+
+
 Command = (
     SubmitJob
     | ConcludeJob
@@ -163,4 +173,5 @@ Command = (
     | RecordWebhookDelivery
     | FailJob
     | StopJob
+    | RecordArtifacts
 )

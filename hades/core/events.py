@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hades.core.artifacts import SkippedArtifact, StoredArtifact
 from hades.core.spec import JobSpec, Priority
 
 
@@ -198,6 +199,17 @@ class WebhookFailed(_Delivery):
     redelivered_by: str | None = None
 
 
+class ArtifactsStored(_Event):
+    """After the job's end, the files its declared ``artifacts`` held were kept in the object store
+    (``<job id>/<path>``); ``skipped`` says what was not kept and why (a size limit, ``artifacts_when``, a path
+    that was not there). Recorded after the terminal event, like the delivery events: it never changes the status."""
+
+    type: Literal["artifacts_stored"] = "artifacts_stored"
+    attempt: int
+    files: tuple[StoredArtifact, ...] = ()
+    skipped: tuple[SkippedArtifact, ...] = ()
+
+
 Event = Annotated[
     JobSubmitted
     | JobQueued
@@ -214,7 +226,8 @@ Event = Annotated[
     | LogsForwarded
     | LogsForwardFailed
     | WebhookDelivered
-    | WebhookFailed,
+    | WebhookFailed
+    | ArtifactsStored,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})

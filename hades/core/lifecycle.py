@@ -21,6 +21,7 @@ from hades.core.commands import (
     MarkUnschedulable,
     PromoteJob,
     QueueJob,
+    RecordArtifacts,
     RecordLogsDelivery,
     RecordWebhookDelivery,
     RequestCancel,
@@ -33,6 +34,7 @@ from hades.core.commands import (
 from hades.core.delivery import decide_delivery, evolve_delivery
 from hades.core.errors import InvalidTransition
 from hades.core.events import (
+    ArtifactsStored,
     Event,
     JobCancelRequested,
     JobFailed,
@@ -68,6 +70,7 @@ __all__ = [
     "MarkUnschedulable",
     "PromoteJob",
     "QueueJob",
+    "RecordArtifacts",
     "RecordLogsDelivery",
     "RecordWebhookDelivery",
     "RequestCancel",
@@ -153,6 +156,8 @@ def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:  # noqa
             return _ended(state, event, n)
         case LogsForwarded() | LogsForwardFailed() | WebhookDelivered() | WebhookFailed():
             return replace(evolve_delivery(state, event), events=n)
+        case ArtifactsStored():
+            return replace(state, events=n)  # the list is read from the history; the status stays
         case _:
             assert_never(event)
 
@@ -234,6 +239,8 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
         raise InvalidTransition(f"no such job for {type(command).__name__}")
     if isinstance(command, RecordLogsDelivery | RecordWebhookDelivery):
         return [decide_delivery(state, command, now)]
+    if isinstance(command, RecordArtifacts):
+        return [_record_artifacts(state, command, now)]
     if state.status.is_terminal:
         raise InvalidTransition(f"job {state.job_id} is {state.status} already")
     return _decide_live(state, command, now)
@@ -262,6 +269,8 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
             return _request_cancel(state, command, now)
         case RecordLogsDelivery() | RecordWebhookDelivery():
             return [decide_delivery(state, command, now)]
+        case RecordArtifacts():
+            return [_record_artifacts(state, command, now)]
         case RequeueJob() | FailJob() | StopJob():
             return [_end_attempt(state, command, now)]
         case ConcludeJob():
@@ -369,6 +378,16 @@ def _end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: 
     if isinstance(command, FailJob):
         return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
     return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)
+
+
+def _record_artifacts(state: JobState, command: RecordArtifacts, now: datetime) -> ArtifactsStored:
+    """What the ended attempt kept; recorded after the job's end, so its terminal event is never held up."""
+    if not state.status.is_terminal:
+        raise InvalidTransition(f"job {state.job_id} is {state.status}: artifacts are kept once it has ended")
+    _require_attempt(state, command.attempt)
+    return ArtifactsStored(
+        job_id=state.job_id, at=now, attempt=command.attempt, files=command.files, skipped=command.skipped
+    )
 
 
 def cancel_reason(state: JobState) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from hades.core.events import Event
 from hades.core.lifecycle import JobState
@@ -117,6 +118,22 @@ class Executor(Protocol):
 
     async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove what crashed attempts left: anything of a gone executor, or of ours not running now."""
+        ...
+
+
+@runtime_checkable
+class WorkspaceFiles(Protocol):
+    """An executor whose workspace files can be read and written from outside (artifacts and inputs); an executor
+    without it refuses jobs that declare either."""
+
+    async def write_inputs(self, job: JobState, archive: Path) -> None:
+        """Unpack a tar archive (names relative to the workspace) into the attempt's workspace."""
+        ...
+
+    def read_path(self, job: JobState, path: str) -> AsyncIterator[bytes]:
+        """A tar stream of one workspace path, a file or a directory with everything below it, its members named
+        from the path's last segment on (as Docker's archive API names them); raises FileNotFoundError, when
+        iterated, for a path that is not there."""
         ...
 
 

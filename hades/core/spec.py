@@ -31,6 +31,14 @@ from pydantic import (
     field_serializer,
 )
 
+from hades.core.artifacts import (
+    ArtifactsWhen,
+    Input,
+    artifacts_problem,
+    decode_artifacts,
+    decode_inputs,
+    decode_when,
+)
 from hades.core.constraints import (
     Constraint,
     Placement,
@@ -180,8 +188,9 @@ class Step(_GoStruct):
 class JobSpec(_GoStruct):
     """A job as submitted (Go's RESTPayload): its steps run in array order.
 
-    ``constraints`` and ``resources`` are ours (executor pools, ``hades.core.constraints``); Go clients never send
-    them, and a job without them is stored exactly as before.
+    ``constraints`` and ``resources`` are ours (executor pools, ``hades.core.constraints``), and so are
+    ``artifacts``, ``artifacts_when`` and ``inputs`` (``hades.core.artifacts``); Go clients never send them, and a
+    job without them is stored exactly as before.
     """
 
     id: UUID | None = None
@@ -195,6 +204,9 @@ class JobSpec(_GoStruct):
     priority: _Int64 = 3
     constraints: tuple[Constraint, ...] = Field(default=(), exclude_if=lambda value: not value)
     resources: Resources | None = Field(default=None, exclude_if=lambda value: value is None)
+    artifacts: tuple[StrictStr, ...] = Field(default=(), exclude_if=lambda value: not value)
+    artifacts_when: ArtifactsWhen = Field(default=ArtifactsWhen.ALWAYS, exclude_if=lambda v: v == ArtifactsWhen.ALWAYS)
+    inputs: tuple[Input, ...] = Field(default=(), exclude_if=lambda value: not value)
 
     @property
     def priority_name(self) -> Priority:
@@ -294,6 +306,8 @@ def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, curr
         return _decode_constraints(value)
     if name == "resources":
         return _decode_resources(value)
+    if name in _ARTIFACT_DECODERS:
+        return _ARTIFACT_DECODERS[name](value)
     try:  # a scalar: Go's reading of ids and times, then the model's own field definition
         read = _GO_READERS.get(name) if model is JobSpec else None
         return getattr(model.model_validate({name: read(value) if read else value}), name)
@@ -373,6 +387,13 @@ def _decode_resources(value: Any) -> dict[str, Any]:
     return fields
 
 
+_ARTIFACT_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "artifacts": decode_artifacts,
+    "artifacts_when": decode_when,
+    "inputs": lambda value: decode_inputs(value, lambda item: item.members if isinstance(item, _JSONObject) else None),
+}
+
+
 def _decode_job(body: bytes) -> JobSpec:
     raw = _load_json(body)
     top = _JSONObject([]) if raw is None else raw  # Go: a top-level null decodes to the zero struct
@@ -404,8 +425,8 @@ def validate_job_spec(spec: JobSpec) -> str | None:
     """The Go API's first complaint about a decoded job (its 400 body), or None when the job is valid.
 
     The order is Go's: the name, the timeout, then each step in array order, then the callback URL; the
-    job-status webhook's URL (ours, not Go's) is checked like the callback URL; the constraints and resources
-    (ours too) come last.
+    job-status webhook's URL (ours, not Go's) is checked like the callback URL; the constraints and resources,
+    then the artifacts and inputs (ours too) come last.
     """
     if not spec.name:
         return 'Invalid request payload: "name" is required'
@@ -421,7 +442,11 @@ def validate_job_spec(spec: JobSpec) -> str | None:
         reason = validate_callback_url(url) if url else None
         if reason is not None:
             return f"Invalid {field}: {reason}"
-    return constraints_problem(spec.constraints) or resources_problem(spec.resources)
+    return (
+        constraints_problem(spec.constraints)
+        or resources_problem(spec.resources)
+        or artifacts_problem(spec.artifacts, spec.inputs)
+    )
 
 
 def _step_problem(step: Step) -> str | None:

@@ -13,6 +13,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.response import File
 from litestar.types import Message, Scope
 
+from hades.http.artifacts import download_artifact, list_artifacts
 from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
 from hades.http.dashboard.dashboard import Dashboard
@@ -78,6 +79,8 @@ API_ROUTES = [
     get_events,
     list_deliveries,
     redeliver_webhook,
+    list_artifacts,
+    download_artifact,
     health,
 ]
 #: The Go Hades's Log Manager, alone (``hades logmanager``), for deployments that split it out.
@@ -102,6 +105,7 @@ def _is_page(request: Request[Any, Any, State]) -> bool:
         and request.app.state.dashboard is not None
         and "text/html" in request.headers.get("accept", "")
         and not path.startswith(("/api/", "/static/", f"{OPENAPI_PATH}/"))
+        and "/artifacts/" not in path  # a download is a file, whoever asks
         and path not in ("/metrics", "/ping", "/health", OPENAPI_PATH)
     )
 

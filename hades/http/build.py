@@ -77,4 +77,8 @@ def refused_callback(spec: JobSpec, policy: CallbackPolicy) -> str | None:
         reason = policy.host_refusal(callback_host(url)) if url and policy.restricts else None
         if reason is not None:
             return f"Invalid {field}: {reason}"
+    for index, item in enumerate(spec.inputs):  # fetching an input is an outbound request just like a callback
+        reason = policy.host_refusal(callback_host(item.source)) if item.is_url and policy.restricts else None
+        if reason is not None:
+            return f"Invalid inputs[{index}]: {reason.replace('callback URL', 'input URL')}"
     return None

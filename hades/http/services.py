@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from opentelemetry import trace
 from prometheus_client import CollectorRegistry
 
+from hades.adapters.nats.artifacts import ArtifactStore
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.core.urls import CallbackPolicy
 from hades.projections.jobs import JobsView
@@ -29,6 +30,7 @@ class ApiServices:
     tracer: trace.Tracer = field(default_factory=trace.NoOpTracer)
     registry: CollectorRegistry | None = None  # the process's own metrics, rendered on /metrics with the views'
     callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)  # where a job's callback URLs may point
+    artifacts: ArtifactStore | None = None  # the jobs' kept files; None where the API serves none
 
     @property
     def jobs(self) -> JobsView:

@@ -185,6 +185,31 @@ class Redelivered(DeliveryRow):
     job_id: str
 
 
+class ArtifactRow(TypedDict):
+    """One kept file; ``expired`` once retention removed it from the object store."""
+
+    path: str
+    size: int
+    sha256: str
+    stored_at: str
+    expired: bool
+
+
+class SkippedRow(TypedDict):
+    """A declared path (or a file under it) that was not kept, and why."""
+
+    path: str
+    reason: str
+
+
+class ArtifactList(TypedDict):
+    """``GET /jobs/{id}/artifacts``."""
+
+    job_id: str
+    artifacts: list[ArtifactRow]
+    skipped: list[SkippedRow]
+
+
 class CancelAccepted(TypedDict):
     """``POST /jobs/{id}/cancel`` 202: the job's status after the request."""
 
@@ -303,6 +328,30 @@ JOB_PAYLOAD = Schema(
         "status_callback_url": _text("absolute http(s) URL the job.completed webhook is POSTed to"),
         "timeout_seconds": _int64("0 = no timeout", 0, MAX_TIMEOUT_SECONDS),
         "priority": _int64("3 and above high (the default), 2 medium, 1 and below low"),
+        "artifacts": Schema(
+            type=OpenAPIType.ARRAY,
+            items=Schema(type=OpenAPIType.STRING),
+            max_items=64,
+            description="workspace paths (files or directories) kept after the job ends (docs/artifacts.md)",
+        ),
+        "artifacts_when": Schema(
+            type=OpenAPIType.STRING, enum=["always", "on_success", "on_failure"], description="default always"
+        ),
+        "inputs": Schema(
+            type=OpenAPIType.ARRAY,
+            max_items=32,
+            description="placed into the workspace before the first step",
+            items=Schema(
+                one_of=[
+                    _text('"<job id>:<path>" (an earlier job\'s artifact) or an http(s) URL'),
+                    Schema(
+                        type=OpenAPIType.OBJECT,
+                        required=["source"],
+                        properties={"source": _text("as the string form"), "destination": _text("workspace path")},
+                    ),
+                ]
+            ),
+        ),
     },
 )
 

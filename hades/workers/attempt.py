@@ -4,7 +4,8 @@ Every way out of here ends the attempt: steps run to their end (succeeded or fai
 trouble fail it with a reason a person can act on, the job's timeout fails it, a cancel stops it, and a shutdown
 hands it back to the queue. While it runs, the runner follows the job's own events, so a cancel (or the
 scheduler handing the attempt to someone else) interrupts the running step at once. Whatever happened, the
-engine is cleaned up.
+engine is cleaned up. A job's inputs are placed into its workspace before its first step; its artifacts are kept
+after its end (its terminal event already appended) and before the workspace is removed.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from hades.core.lifecycle import (
     conclusion,
 )
 from hades.core.logs import LogBudget
-from hades.core.ports import ExecutionError, Executor, StepResult
+from hades.core.ports import ExecutionError, Executor, StepResult, WorkspaceFiles
 from hades.metrics import ProcessMetrics
 from hades.tracing import parent_context
+from hades.workers.artifacts import Artifacts
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,10 @@ class AttemptRunner:
         tracer: trace.Tracer | None = None,
         metrics: ProcessMetrics | None = None,
         labels: dict[str, str] | None = None,
+        artifacts: Artifacts | None = None,
     ) -> None:
         self._limits = log_limits or LogBudget()
+        self._artifacts = artifacts
         self._labels = labels  # recorded on every attempt this executor starts
         self._executor = executor
         self._writers = writers
@@ -142,6 +146,7 @@ class AttemptRunner:
             for check in checks:
                 check.cancel()
             await asyncio.shield(unwatch())
+            await asyncio.shield(self._keep_artifacts(job, attempt))
             await asyncio.shield(self._cleanup(started))
 
     @staticmethod
@@ -176,11 +181,43 @@ class AttemptRunner:
             return
         budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
         phases = await self._executor.prepare(job.state)
+        phases |= await self._place_inputs(job.state)
         await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
         for index in range(len(job.state.spec.steps)):
             await self._step(job, job_id, attempt, index, budget)
             if job.state.status is not Status.RUNNING:
                 return
+
+    def _workspace_files(self, job: JobState) -> tuple[Artifacts, WorkspaceFiles] | None:
+        """Where the job's inputs and artifacts go; raises ExecutionError when it declares some and this executor
+        cannot handle them, None when it declares none."""
+        if not job.spec.artifacts and not job.spec.inputs:
+            return None
+        if self._artifacts is None or not isinstance(self._executor, WorkspaceFiles):
+            raise ExecutionError("artifacts and inputs are not supported on this executor")
+        return self._artifacts, self._executor
+
+    async def _place_inputs(self, job: JobState) -> dict[str, float]:
+        """Put the job's inputs into its workspace; the seconds it took, as the ``inputs`` phase."""
+        handled = self._workspace_files(job)
+        if handled is None or not job.spec.inputs:
+            return {}
+        began = time.perf_counter()
+        await handled[0].place_inputs(job, handled[1])
+        return {"inputs": round(time.perf_counter() - began, 6)}
+
+    async def _keep_artifacts(self, job: JobHandle, attempt: int) -> None:
+        """Keep the declared paths of an attempt that ended here, and record what was kept."""
+        state = job.state
+        if state is None or state.attempt != attempt or not state.status.is_terminal or not state.spec.artifacts:
+            return
+        try:
+            handled = self._workspace_files(state)
+            command = await handled[0].collect(state, handled[1]) if handled is not None else None
+            if command is not None:
+                await job.run(state.job_id, command)
+        except Exception:
+            log.exception("job %s attempt %d: keeping its artifacts failed", state.job_id, attempt)
 
     async def _step(self, job: JobHandle, job_id: str, attempt: int, index: int, budget: LogBudget) -> None:
         """Run one step, from ``step_started`` to ``step_finished``, in its own span."""

@@ -11,7 +11,9 @@ import pydantic
 import pytest
 
 from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
+from hades.core.artifacts import Input, SkippedArtifact, StoredArtifact
 from hades.core.events import (
+    ArtifactsStored,
     Event,
     JobCancelRequested,
     JobFailed,
@@ -126,6 +128,23 @@ EVENTS: list[Event] = [
     JobSucceeded(job_id=JOB_ID, at=AT, attempt=1, reason="done"),
     JobFailed(job_id=JOB_ID, at=AT, attempt=1, reason="z" * 500 + "…"),
     JobStopped(job_id=JOB_ID, at=AT, attempt=3, reason="cancelled by alice"),
+    ArtifactsStored(
+        job_id=JOB_ID,
+        at=AT,
+        attempt=1,
+        files=(StoredArtifact(path="dist/app.tar", size=12, sha256="ab" * 32),),
+        skipped=(SkippedArtifact(path="missing", reason="not found in the workspace"),),
+    ),
+    JobSubmitted(
+        job_id=JOB_ID,
+        at=AT,
+        spec=JobSpec(
+            name="artifacts",
+            artifacts=("dist",),
+            inputs=(Input(source="https://example.com/a.tgz"), Input(source=f"{JOB_ID}:dist", destination="in")),
+        ),
+        priority=Priority.HIGH,
+    ),
 ]
 
 

@@ -29,11 +29,12 @@ class Received:
 class Receiver:
     """A minimal HTTP/1.1 server: the n-th request (from 1) for a path gets ``answers[n-1]`` (the last one repeats).
 
-    An answer is a status code, ``"close"`` (drop the connection without answering) or ``"hang"`` (never answer).
+    An answer is a status code, ``"close"`` (drop the connection without answering), ``"hang"`` (never answer) or
+    bytes (200 with that body).
     Paths are counted without their query, so each job's hook gets its own sequence of answers.
     """
 
-    answers: Sequence[int | str]
+    answers: Sequence[int | str | bytes]
     requests: list[Received] = field(default_factory=list)
     url: str = ""
     _server: asyncio.Server | None = None
@@ -69,6 +70,10 @@ class Receiver:
             answer = self.answers[min(len(self.for_path(path.partition("?")[0])), len(self.answers)) - 1]
             if answer == "hang":
                 await self._released.wait()
+            elif isinstance(answer, bytes):
+                writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\nConnection: close\r\n\r\n".encode())
+                writer.write(answer)
+                await writer.drain()
             elif isinstance(answer, int):
                 status = f"{answer} {HTTPStatus(answer).phrase}"
                 writer.write(f"HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
@@ -82,7 +87,7 @@ class Receiver:
 
 
 @contextlib.asynccontextmanager
-async def receiving(*answers: int | str) -> AsyncIterator[Receiver]:
+async def receiving(*answers: int | str | bytes) -> AsyncIterator[Receiver]:
     """A receiver listening for the duration of the block."""
     receiver = Receiver(answers)
     await receiver.start()

@@ -122,7 +122,9 @@ class K8sExecutor:
 
     async def prepare(self, job: JobState) -> dict[str, float]:
         """Create the attempt's Pod (the kubelet pulls the images as it goes); an existing Pod of the same attempt
-        counts as created."""
+        counts as created. A job that declares artifacts or inputs is refused before anything is created."""
+        if job.spec.artifacts or job.spec.inputs:
+            raise ExecutionError("artifacts are not supported on the Kubernetes executor yet")
         try:
             manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
         except MemoryFormatError as error:

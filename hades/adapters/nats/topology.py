@@ -107,11 +107,13 @@ class BucketSpec(BaseModel):
 
 
 class ObjectStoreSpec(BaseModel):
-    """One object store as declared."""
+    """One object store as declared; ``max_age`` (seconds) and ``max_bytes`` are its stream's retention."""
 
     model_config = ConfigDict(extra="forbid")
 
     replicas: int = 1
+    max_age: float | None = None
+    max_bytes: int | None = None
 
 
 class Topology(BaseModel):
@@ -216,7 +218,7 @@ async def _apply_object_store(js: JetStreamContext, bucket: str, spec: ObjectSto
     try:
         await js.object_store(bucket)
     except (NotFoundError, BucketNotFoundError):
-        await js.create_object_store(bucket, replicas=spec.replicas)
+        await js.create_object_store(bucket, replicas=spec.replicas, ttl=spec.max_age, max_bytes=spec.max_bytes)
         report.created.append(f"object store {bucket}")
         return
     await _apply_replicas(js, f"OBJ_{bucket}", f"object store {bucket}", spec.replicas, report)

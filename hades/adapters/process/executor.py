@@ -16,12 +16,14 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hades.adapters.docker.containers import PRIORITY_KEYS
+from hades.adapters.tar_stream import tar_chunks
 from hades.core.lifecycle import JobState
 from hades.core.logs import OutputStream
 from hades.core.ports import ExecutionError, StepLogs, StepResult
@@ -93,6 +95,19 @@ class ProcessExecutor:
             return
         except OSError:  # not empty
             await asyncio.to_thread(shutil.rmtree, workspace, True)
+
+    async def write_inputs(self, job: JobState, archive: Path) -> None:
+        """Unpack the inputs' archive into the workspace (tarfile's ``data`` filter: nothing lands outside it)."""
+
+        def unpack() -> None:
+            with tarfile.open(archive) as tar:
+                tar.extractall(self.workspace(job), filter="data")
+
+        await asyncio.to_thread(unpack)
+
+    def read_path(self, job: JobState, path: str) -> AsyncIterator[bytes]:
+        """A tar stream of one workspace path, written in a thread as it is read."""
+        return tar_chunks(self.workspace(job), path)
 
     async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove workspaces of attempts this executor does not run now (left by a crash)."""
