@@ -108,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--json", action="store_true", help="print the raw JSON")
     events.set_defaults(handler=_events)
 
+    config = commands.add_parser("config", help="print the effective settings (environment and .env), secrets masked")
+    config.add_argument("--json", action="store_true", help="print JSON: {section: {VARIABLE: value}}")
+    config.set_defaults(handler=_config)
+
     k8s = commands.add_parser("k8s", help="Kubernetes tools")
     k8s_commands = k8s.add_subparsers(required=True, metavar="ACTION")
     manifest = k8s_commands.add_parser("manifest", help="print the Pod (or BuildJob) a job file would become, as YAML")
@@ -361,6 +365,21 @@ def _events(args: argparse.Namespace, settings: Settings) -> int:
         details = {k: v for k, v in event.items() if k not in ("seq", "type", "at")}
         extra = " ".join(f"{k}={v}" for k, v in details.items())
         print(f"{event['seq']:>8}  {event['at']}  {event['type']:<14} {extra}")
+    return 0
+
+
+def _config(args: argparse.Namespace, settings: Settings) -> int:
+    from hades.docs import env_value, shown_settings
+
+    shown = shown_settings(settings)
+    if args.json:
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
+    for title, values in shown.items():
+        print(f"# {title}")
+        for variable, value in values.items():
+            print(f"# {variable} (unset)" if value is None else f"{variable}={env_value(value)}")
+        print()
     return 0
 
 

@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 
 from hades.config import Settings, is_secret
 from hades.core import events
+from hades.core.redact import MASK, Redactor
 from hades.core.spec import JobSpec
 
 REGENERATE = "python -m hades.docs"
@@ -44,8 +45,13 @@ _SUBJECT_TOKENS = {"queued": "queued.<priority>[.<pool>]"}
 class Setting:
     """One environment variable of :class:`Settings`."""
 
-    variable: str
+    attribute: str
     field: FieldInfo
+
+    @property
+    def variable(self) -> str:
+        """The environment variable's name."""
+        return str(self.field.validation_alias)
 
     @property
     def secret(self) -> bool:
@@ -86,12 +92,31 @@ def settings_by_section() -> dict[str, list[Setting]]:
             section = match["title"]
         elif (match := _FIELD.match(line)) and match["attr"] in Settings.model_fields:
             field = Settings.model_fields[match["attr"]]
-            sections.setdefault(section, []).append(Setting(str(field.validation_alias), field))
+            sections.setdefault(section, []).append(Setting(match["attr"], field))
     found = {setting.variable for group in sections.values() for setting in group}
     missing = {str(field.validation_alias) for field in Settings.model_fields.values()} - found
     if missing:  # a field declared in a way the scan above does not see must not vanish from the documents
         raise RuntimeError(f"settings not found in the source of hades/config.py: {sorted(missing)}")
     return sections
+
+
+def shown_settings(settings: Settings) -> dict[str, dict[str, Any]]:
+    """The values of ``settings`` as JSON values, by section and variable, fit to be shown.
+
+    A secret that is set shows as :data:`MASK`, and a password inside a URL is masked too
+    (``nats://user:password@host``), so the output can be pasted into an issue.
+    """
+    values = settings.model_dump(mode="json")
+    shown: dict[str, dict[str, Any]] = {}
+    for title, group in settings_by_section().items():
+        for setting in group:
+            value = values[setting.attribute]
+            if setting.secret and value:
+                value = MASK
+            elif isinstance(value, str) and "://" in value:
+                value = Redactor().text(value)
+            shown.setdefault(title, {})[setting.variable] = value
+    return shown
 
 
 # -- .env.example -------------------------------------------------------------------------------------------------
