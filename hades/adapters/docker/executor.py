@@ -12,9 +12,11 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import aiodocker
@@ -25,6 +27,7 @@ from aiodocker.exceptions import DockerError
 from hades.adapters.docker.containers import (
     LABEL_EXECUTOR,
     LABEL_JOB,
+    SHARED_PATH,
     DockerDefaults,
     container_config,
     container_name,
@@ -229,6 +232,54 @@ class DockerExecutor:
         except DockerError as error:
             if error.status != 404:
                 log.warning("could not remove volume of job %s: %s", job.job_id, error.message)
+
+    async def write_inputs(self, job: JobState, archive: Path) -> None:
+        """Unpack the inputs' archive into the volume (the engine's archive API, through a helper container)."""
+        async with self._files_container(job) as container:
+            with archive.open("rb") as data:  # streamed to the engine, never read whole
+                async with self.docker._query(
+                    f"containers/{container.id}/archive",
+                    method="PUT",
+                    params={"path": SHARED_PATH},
+                    data=data,
+                    headers={"Content-Type": "application/x-tar"},
+                ):
+                    pass
+
+    async def read_path(self, job: JobState, path: str) -> AsyncIterator[bytes]:
+        """The engine's tar stream of one path of the volume, read as it arrives (aiodocker's ``get_archive``
+        would hold all of it in memory)."""
+        async with self._files_container(job) as container:
+            try:
+                async with self.docker._query(
+                    f"containers/{container.id}/archive", params={"path": f"{SHARED_PATH}/{path}"}
+                ) as response:
+                    async for chunk in response.content.iter_chunked(1 << 16):
+                        yield chunk
+            except DockerError as error:
+                if error.status == 404:
+                    raise FileNotFoundError(f"{path}: no such file or directory in the workspace") from error
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _files_container(self, job: JobState) -> AsyncIterator[DockerContainer]:
+        """A container that is created and never started, the job's volume mounted at /shared, whose filesystem
+        the archive API reads and writes; it carries the attempt's labels, so cleanup and the sweep remove it."""
+        config: dict[str, Any] = {
+            "Image": image_reference(job.spec.steps[0].image),
+            "Cmd": ["true"],
+            "Labels": labels(job, self._defaults.executor_id),
+            "NetworkDisabled": True,
+            "HostConfig": {
+                "Mounts": [{"Type": "volume", "Source": volume_name(job.job_id, job.attempt), "Target": SHARED_PATH}]
+            },
+        }
+        name = f"hades-{job.job_id}-{job.attempt}-files-{uuid.uuid4().hex[:6]}"
+        container = await _settled(self.docker.containers.create(config, name=name))
+        try:
+            yield container
+        finally:
+            await asyncio.shield(self._remove(container))
 
     async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove what a crash left behind: containers and volumes of executors that are gone, and this
