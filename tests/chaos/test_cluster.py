@@ -1,4 +1,4 @@
-"""Hades's topology and event store on a 3-node NATS cluster: R3 everywhere, and appends that outlast a lost leader."""
+"""Hades on a 3-node NATS cluster: R3 everywhere, appends that outlast a lost leader, roles that wait out no quorum."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from hades.adapters.nats.connection import connect
@@ -17,6 +18,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.topology import EVENTS_STREAM, apply, load_topology, verify
 from hades.core.events import JobSubmitted
 from hades.core.spec import JobSpec, Priority
+from tests.chaos.fleet import role_fleet
 from tests.conftest import eventually
 from tests.support.cluster import nats_cluster
 
@@ -77,3 +79,38 @@ async def test_an_append_outlasts_the_loss_of_the_stream_leader(tmp_path: Path) 
             await cluster.restart(node)
         finally:
             await nc.close()
+
+
+async def test_a_role_started_while_the_cluster_has_no_quorum_comes_up_once_it_has(tmp_path: Path) -> None:
+    async with nats_cluster(tmp_path / "nats") as cluster:
+        nc = await connect(cluster.url)
+        try:
+            await apply(nc.jetstream(), load_topology().with_replicas(3))
+        finally:
+            await nc.close()
+        first, *others = cluster.nodes
+        for node in others:  # one node of three left: no JetStream leader, the API does not answer
+            node.kill()
+        with role_fleet(cluster.url, tmp_path / "fleet", HADES_SNAPSHOT_SECONDS="0") as fleet:
+            fleet.replicas = 1
+            fleet.start("api")
+            log = tmp_path / "fleet" / "api-0.log"
+
+            async def waiting_it_out() -> bool:
+                assert fleet.exited() == [], log.read_text()
+                return "NATS did not answer while starting" in log.read_text()
+
+            await eventually(waiting_it_out, timeout=30)
+            for node in others:
+                node.start(cluster.routes)
+
+            async def answering() -> bool:
+                assert fleet.exited() == [], log.read_text()
+                async with httpx.AsyncClient(timeout=2) as client:
+                    try:
+                        return (await client.get(f"{fleet.api_urls[0]}/ping")).status_code == 200
+                    except httpx.HTTPError:
+                        return False
+
+            await eventually(answering, timeout=60)
+            assert first.running
