@@ -32,25 +32,35 @@ HELLO = (REPO / "examples" / "hello.json").read_bytes()
 QUEUES = ("executor-high", "executor-medium", "executor-low")
 
 
-async def submit_all(api_url: str, jobs: int, clients: int) -> list[float]:
-    """POST ``jobs`` jobs from ``clients`` concurrent clients; each POST's latency in submission order."""
+async def submit_all(api_url: str, jobs: int, clients: int) -> tuple[list[float], int]:
+    """POST ``jobs`` jobs from ``clients`` concurrent clients: each POST's latency in submission order, and how many
+    were sent again after a connection error (a kept-alive connection the server closed as it was reused)."""
     latencies: list[float] = [0.0] * jobs
     counter = iter(range(jobs))
     headers = {"Content-Type": "application/json"}
+    resent = 0
 
     async def client_loop(client: httpx.AsyncClient) -> None:
+        nonlocal resent
         for index in counter:
             began = time.perf_counter()
-            response = await client.post(f"{api_url}/build", content=HELLO, headers=headers)
+            while True:
+                try:
+                    response = await client.post(f"{api_url}/build", content=HELLO, headers=headers)
+                    break
+                except httpx.TransportError:
+                    resent += 1
             latencies[index] = time.perf_counter() - began
             if response.status_code != 200:
                 raise SystemExit(f"job {index}: {response.status_code} {response.text}")
+            if index % 5000 == 4999:
+                print(f"  {index + 1} jobs submitted", flush=True)
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(timeout=30, limits=limits) as client, asyncio.TaskGroup() as group:
         for _ in range(clients):
             group.create_task(client_loop(client))
-    return latencies
+    return latencies, resent
 
 
 async def queued(nats_url: str) -> int:
@@ -90,7 +100,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.to_thread(group.wait_api)
                 rss_empty = rss_bytes(api.process.pid)
                 began = time.perf_counter()
-                latencies = await submit_all(group.api_url, args.jobs, args.clients)
+                latencies, resent = await submit_all(group.api_url, args.jobs, args.clients)
                 submit_seconds = time.perf_counter() - began
                 queue_seconds = await wait_queued(server.url, args.jobs)
                 rss_full = rss_bytes(api.process.pid)
@@ -115,6 +125,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "events": events,
         "submit_seconds": round(submit_seconds, 2),
         "submit_per_s": round(args.jobs / submit_seconds, 1),
+        "resent_after_connection_error": resent,
         "queued_after_submit_s": round(queue_seconds, 2),
         "post_first": figures(latencies[:window]),
         "post_last": figures(latencies[-window:]),
@@ -130,7 +141,8 @@ def report(result: dict[str, Any]) -> None:
     print(f"{jobs} jobs queued, no executor; {result['events']} events in {EVENTS_STREAM}")
     print(
         f"POST /build from {result['clients']} clients: {result['submit_seconds']} s "
-        f"({result['submit_per_s']} jobs/s); all queued {result['queued_after_submit_s']} s after the last POST"
+        f"({result['submit_per_s']} jobs/s, {result['resent_after_connection_error']} sent again after a connection "
+        f"error); all queued {result['queued_after_submit_s']} s after the last POST"
     )
     print(f"  first jobs: p50 {first['p50_ms']} ms, p99 {first['p99_ms']} ms")
     print(f"  last jobs:  p50 {last['p50_ms']} ms, p99 {last['p99_ms']} ms")
