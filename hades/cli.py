@@ -7,22 +7,20 @@ import asyncio
 import json
 import logging
 import sys
-import time
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
 from hades.adapters.k8s.pods import PodSettings, pod_manifest
+from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
 from hades.core.spec import parse_job_request
 from hades.http.dashboard.config import DashboardConfigError
 
-TERMINAL = {"Succeeded", "Failed", "Stopped"}
 DEFAULT_NATS_URL = "nats://localhost:4222"
 
 
@@ -41,9 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args, settings)
     except KeyboardInterrupt:
         return 130
-    except httpx.HTTPError as error:
-        print(f"hades: cannot reach {settings.client_api_url}: {error}", file=sys.stderr)
-        return 2
     except (RuntimeError, OSError, DashboardConfigError) as error:
         print(f"hades: {error}", file=sys.stderr)
         return 1
@@ -83,30 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     streams_apply.set_defaults(handler=_streams_apply)
 
-    submit = commands.add_parser("submit", help="submit a job file to a running Hades")
-    submit.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
-    submit.add_argument("--follow", "-f", action="store_true", help="print its logs and wait for the outcome")
-    submit.set_defaults(handler=_submit)
-
-    timing = commands.add_parser("timing", help="where a job's time went, phase by phase")
-    timing.add_argument("job_id")
-    timing.add_argument("--json", action="store_true", help="print the raw JSON")
-    timing.set_defaults(handler=_timing)
+    add_client_commands(commands)
 
     replay = commands.add_parser("replay", help="rebuild every read model from the event log (NATS_URL)")
     replay.add_argument("--until", help="a stream sequence or an ISO 8601 time: the world as it was then")
     replay.add_argument("--json", action="store_true", help="print the raw JSON")
     replay.set_defaults(handler=_replay)
-
-    cancel = commands.add_parser("cancel", help="stop a queued or running job")
-    cancel.add_argument("job_id")
-    cancel.add_argument("--reason", default="", help="why, recorded in the job's history")
-    cancel.set_defaults(handler=_cancel)
-
-    events = commands.add_parser("events", help="print a job's history")
-    events.add_argument("job_id")
-    events.add_argument("--json", action="store_true", help="print the raw JSON")
-    events.set_defaults(handler=_events)
 
     config = commands.add_parser("config", help="print the effective settings (environment and .env), secrets masked")
     config.add_argument("--json", action="store_true", help="print JSON: {section: {VARIABLE: value}}")
@@ -206,28 +183,7 @@ async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
                 logging.info("%s %s", verb, name)
 
 
-# -- client commands ----------------------------------------------------------------------------------------------
-
-
-def _client(settings: Settings) -> httpx.Client:
-    auth = ("hades", settings.auth_key) if settings.auth_key else None
-    return httpx.Client(base_url=settings.client_api_url, auth=auth, timeout=30)
-
-
-def _submit(args: argparse.Namespace, settings: Settings) -> int:
-    body = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
-    with _client(settings) as client:
-        response = client.post("/build", content=body, headers={"Content-Type": "application/json"})
-        if response.status_code != 200:
-            print(f"hades: {response.status_code}: {response.text}", file=sys.stderr)
-            return 2
-        job_id = response.json()["job_id"]
-        print(job_id)
-        if not args.follow:
-            return 0
-        status = _follow(client, job_id)
-    print(f"{status}")
-    return 0 if status == "Succeeded" else 1
+# -- tools (the client commands are in hades.client.cli) ----------------------------------------------------------
 
 
 def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
@@ -252,49 +208,6 @@ def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     print(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True), end="")
     return 0
-
-
-def _follow(client: httpx.Client, job_id: str) -> str:
-    """Print new log lines as they arrive until the job ends; returns its final status."""
-    printed: dict[str, int] = {}
-    delay = 0.1
-    while True:
-        status = client.get(f"/jobs/{job_id}/status").json()["status"]
-        for log in client.get(f"/jobs/{job_id}/logs").json()["logs"]:
-            lines = log["logs"] or []
-            for line in lines[printed.get(log["container_id"], 0) :]:
-                stream = sys.stderr if line["output_stream"] == "stderr" else sys.stdout
-                print(line["message"], file=stream, flush=True)
-            printed[log["container_id"]] = len(lines)
-        if status in TERMINAL:
-            detail = client.get(f"/jobs/{job_id}").json()
-            if detail.get("reason"):
-                print(f"reason: {detail['reason']}", file=sys.stderr)
-            return str(status)
-        time.sleep(delay)
-        delay = min(delay * 1.5, 1.0)
-
-
-def _timing(args: argparse.Namespace, settings: Settings) -> int:
-    with _client(settings) as client:
-        response = client.get(f"/jobs/{args.job_id}")
-    if response.status_code == 404:
-        print(f"hades: job not found: {args.job_id}", file=sys.stderr)
-        return 1
-    response.raise_for_status()
-    timing = response.json()["timing"] or {}
-    if args.json:
-        print(json.dumps(timing, indent=2))
-        return 0
-    for name, seconds in (timing.get("phases") or {}).items():
-        print(f"{name:<12} {_seconds(seconds)}")
-    print(f"{'total':<12} {_seconds(timing.get('total'))}")
-    print(f"{'overhead':<12} {_seconds(timing.get('overhead'))}  ({timing.get('overhead_pct')} %)")
-    return 0
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1000:10.1f} ms"
 
 
 def _replay(args: argparse.Namespace, settings: Settings) -> int:
@@ -335,36 +248,6 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
     print(f"jobs          {summary['jobs']}")
     for status, count in sorted(summary["metrics"]["statusCounts"].items()):
         print(f"  {status:<11} {count}")
-    return 0
-
-
-def _cancel(args: argparse.Namespace, settings: Settings) -> int:
-    with _client(settings) as client:
-        response = client.post(f"/jobs/{args.job_id}/cancel", json={"reason": args.reason})
-    if response.status_code == 202:
-        status = response.json()["status"]
-        print(status if status == "Stopped" else f"{status}: cancel requested")
-        return 0
-    message = response.json().get("error", response.text) if response.content else response.status_code
-    print(f"hades: {message}", file=sys.stderr)
-    return 1
-
-
-def _events(args: argparse.Namespace, settings: Settings) -> int:
-    with _client(settings) as client:
-        response = client.get(f"/jobs/{args.job_id}/events")
-    if response.status_code == 404:
-        print(f"hades: job not found: {args.job_id}", file=sys.stderr)
-        return 1
-    response.raise_for_status()
-    events = response.json()["events"]
-    if args.json:
-        print(json.dumps(events, indent=2))
-        return 0
-    for event in events:
-        details = {k: v for k, v in event.items() if k not in ("seq", "type", "at")}
-        extra = " ".join(f"{k}={v}" for k, v in details.items())
-        print(f"{event['seq']:>8}  {event['at']}  {event['type']:<14} {extra}")
     return 0
 
 
