@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,34 +161,49 @@ async def test_wait_times_out_while_the_job_runs_then_returns_its_end(api: Api) 
         assert await client.wait(job_id, timeout=30) == "Succeeded"
 
 
-def test_a_broken_stream_is_resumed_and_each_batch_handed_on_once() -> None:
+def frame(job_id: str, seq: int, message: str) -> bytes:
+    """One ``log`` event as the server frames it."""
+    line = {"timestamp": "2024-01-01T00:00:00Z", "message": message, "output_stream": "stdout"}
+    log = {"job_id": job_id, "container_id": "c1", "logs": [line]}
+    return f"event: log\r\ndata: {json.dumps(log)}\r\nid: {seq}\r\n\r\n".encode()
+
+
+class BrokenStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A stream that carries one frame, then the connection resets."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.first
+        raise httpx.ReadError("connection reset")
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.first
+        raise httpx.ReadError("connection reset")
+
+
+@pytest.mark.parametrize("blocking", [True, False], ids=["Hades", "AsyncHades"])
+async def test_a_broken_stream_is_resumed_and_each_batch_handed_on_once(blocking: bool) -> None:
     """The server sends the backlog again on a reconnect; the client sends Last-Event-ID and drops what it saw."""
     job_id = str(uuid.uuid4())
-
-    def frame(seq: int, message: str) -> bytes:
-        log = {
-            "job_id": job_id,
-            "container_id": "c1",
-            "logs": [{"timestamp": "2024-01-01T00:00:00Z", "message": message, "output_stream": "stdout"}],
-        }
-        return f"event: log\r\ndata: {json.dumps(log)}\r\nid: {seq}\r\n\r\n".encode()
-
-    class Broken(httpx.SyncByteStream):
-        def __iter__(self) -> Iterator[bytes]:
-            yield frame(5, "one")
-            raise httpx.ReadError("connection reset")
-
     asked: list[str | None] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         asked.append(request.headers.get("last-event-id"))
         if len(asked) == 1:
-            return httpx.Response(200, stream=Broken())
+            return httpx.Response(200, stream=BrokenStream(frame(job_id, 5, "one")))
         end = b'event: end\r\ndata: {"status": "Succeeded", "reason": null}\r\n\r\n'
-        return httpx.Response(200, content=frame(5, "one") + b": keepalive\r\n\r\n" + frame(7, "two") + end)
+        again = frame(job_id, 5, "one") + b": keepalive\r\n\r\n" + frame(job_id, 7, "two") + end
+        return httpx.Response(200, content=again)
 
-    with Hades("http://hades.test", "", transport=httpx.MockTransport(answer)) as client:
-        items = list(client.follow(job_id))
+    transport = httpx.MockTransport(answer)
+    if blocking:
+        with Hades("http://hades.test", "", transport=transport) as client:
+            items = list(client.follow(job_id))
+    else:
+        async with AsyncHades("http://hades.test", "", transport=transport) as aclient:
+            items = [item async for item in aclient.follow(job_id)]
 
     assert asked == [None, "5"]
     assert lines(items) == ["one", "two"]
