@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 
+from nats import nuid
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
 
+from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import Log, LogBudget, LogEntry, OutputStream
@@ -29,6 +32,8 @@ BATCH_LINES = 1000
 BATCH_BYTES = 256 * 1024
 BATCH_SECONDS = 1.0
 IN_FLIGHT = 16  # batches published but not yet acknowledged, before a writer waits for the oldest
+_OUTAGE_PATIENCE = 20.0  # as the event store's appends: long enough for a stream's leader election
+_OUTAGE_RETRY = 0.5
 
 
 class StepLogWriter:
@@ -38,7 +43,9 @@ class StepLogWriter:
         self, nc: Client, job_id: str, step_id: int, budget: LogBudget | None = None, publish_timeout: float = 5.0
     ) -> None:
         self._js = nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
-        self._in_flight: deque[asyncio.Future[PubAck]] = deque()
+        self._in_flight: deque[tuple[bytes, dict[str, str], asyncio.Future[PubAck]]] = deque()
+        self._writer = nuid.NUID().next().decode()  # batch ids unique to this writer, so a retry is deduplicated
+        self._batches = 0
         self._pending_bytes = 0
         self._job_id = job_id
         self._step_id = step_id
@@ -101,12 +108,32 @@ class StepLogWriter:
         log = Log(job_id=self._job_id, container_id=self._container_id, step_id=self._step_id, logs=entries)
         if len(self._in_flight) >= IN_FLIGHT:
             await self._settle_oldest()
-        self._in_flight.append(await self._js.publish_async(job_logs(self._job_id), log.model_dump_json().encode()))
+        body, headers = log.model_dump_json().encode(), {"Nats-Msg-Id": f"{self._writer}:{self._batches}"}
+        self._batches += 1
+        self._in_flight.append(
+            (body, headers, await self._js.publish_async(job_logs(self._job_id), body, headers=headers))
+        )
 
     async def _settle_oldest(self) -> None:
-        """Wait for the oldest batch's ack (raising if it was refused or timed out)."""
-        ack = await self._in_flight.popleft()
-        self.last_seq = int(ack.seq)
+        """Wait for the oldest batch's ack; one that NATS could not take yet (a cluster electing the stream's leader,
+        a server restarting) is sent again for up to ``_OUTAGE_PATIENCE`` seconds (raising if refused or out of time).
+        """
+        body, headers, pending = self._in_flight.popleft()
+        try:
+            ack = await pending
+        except UNAVAILABLE:
+            ack = await self._resend(body, headers)
+        self.last_seq = max(self.last_seq or 0, int(ack.seq))  # a resent batch may land after later ones
+
+    async def _resend(self, body: bytes, headers: dict[str, str]) -> PubAck:
+        deadline = time.monotonic() + _OUTAGE_PATIENCE
+        while True:
+            try:
+                return await self._js.publish(job_logs(self._job_id), body, headers=headers)
+            except UNAVAILABLE:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(_OUTAGE_RETRY)
 
 
 class NatsLogStore:
