@@ -305,6 +305,12 @@ class ExecutorWorker:
         job: JobHandle | None = None
         try:
             job = await JobHandle.load(self._store, self._clock, event.job_id)
+            if job.seq < msg.metadata.sequence.stream:
+                # Read from a replica behind this very message (on an R3 stream followers answer direct gets too):
+                # the job is not "no longer queued", its queueing is just not there yet; have the message again.
+                log.info("job %s: its history was read from a replica behind its queue message", event.job_id)
+                await msg.nak(delay=0.5)
+                return
             if _queued_for(job, event):
                 await self._runner.run(job, event.attempt, (msg.headers or {}).get(TRACEPARENT))
             else:
