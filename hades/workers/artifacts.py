@@ -1,10 +1,11 @@
 """Artifacts at run time: inputs placed into the workspace before the first step, declared paths kept after the end.
 
 Inputs: each ``"<job id>:<path>"`` is looked up in that job's history (its ``artifacts_stored`` events list what it
-kept) and read from the object store; each URL is fetched under the callback policy (``CALLBACK_ALLOWED_HOSTS``,
-``CALLBACK_DENY_PRIVATE``, checked on the name and again on every address connected to). Everything is staged in a
-temporary directory, packed into one tar archive and handed to the executor. A missing, expired or refused input
-fails the job before its first step, saying which.
+kept) and read from the object store; a job that has ended but not recorded its artifacts yet (they are kept after
+its terminal event) is waited for, up to ``record_patience`` seconds. Each URL is fetched under the callback policy
+(``CALLBACK_ALLOWED_HOSTS``, ``CALLBACK_DENY_PRIVATE``, checked on the name and again on every address connected to).
+Everything is staged in a temporary directory, packed into one tar archive and handed to the executor. A missing,
+expired or refused input fails the job before its first step, saying which.
 
 Keeping: each declared path is read from the executor as a tar stream and spooled to a temporary file, read no
 further than what ``ARTIFACT_MAX_BYTES`` still allows; each regular file in it becomes one object
@@ -20,6 +21,7 @@ import logging
 import posixpath
 import tarfile
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -37,7 +39,8 @@ from hades.core.artifacts import (
     placed_at,
 )
 from hades.core.commands import RecordArtifacts
-from hades.core.events import ArtifactsStored
+from hades.core.events import ArtifactsStored, Event
+from hades.core.lifecycle import fold
 from hades.core.ports import EventStore, ExecutionError, WorkspaceFiles
 from hades.core.state import JobState, StepStatus
 from hades.core.urls import CallbackPolicy, callback_host
@@ -48,6 +51,9 @@ DEFAULT_MAX_BYTES = 256 * 2**20
 #: Read this much of a declared path's tar stream beyond the bytes left, for the headers around the files.
 TAR_SLACK = 2**20
 _MAX_REDIRECTS = 5
+#: Seconds an input waits for an ended job's ``artifacts_stored`` (its executor uploads the files after the end).
+RECORD_PATIENCE = 60.0
+_RECORD_POLL = 0.2
 
 
 class _Budget:
@@ -70,6 +76,12 @@ def kept_files(history: list[ArtifactsStored]) -> dict[str, tuple[StoredArtifact
     return files
 
 
+def _record_due(history: list[Event]) -> bool:
+    """Whether the job has ended with artifacts declared and a step run, so its executor is about to record them."""
+    state = fold(history)
+    return state is not None and state.status.is_terminal and bool(state.spec.artifacts) and ran_steps(state)
+
+
 def ran_steps(state: JobState) -> bool:
     """Whether the attempt got as far as a step (so its workspace may hold something to keep)."""
     return any(step.status is not StepStatus.PENDING for step in state.steps)
@@ -85,8 +97,10 @@ class Artifacts:
         policy: CallbackPolicy | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         fetch_timeout: float = 60.0,
+        record_patience: float = RECORD_PATIENCE,
     ) -> None:
         self._store = store
+        self._record_patience = record_patience
         self._events = events
         self._policy = policy or CallbackPolicy()
         self._max_bytes = max_bytes
@@ -114,10 +128,15 @@ class Artifacts:
             await files.write_inputs(job, archive)
 
     async def _copy(self, item: Input, stage: Path, budget: _Budget) -> None:
-        history = [r.event for r in await self._events.history(item.job_id)]
-        records = [event for event in history if isinstance(event, ArtifactsStored)]
+        history, records = await self._records(item.job_id)
         if not records:
-            what = "is unknown" if not history else "has kept no artifacts (yet)"
+            if not history:
+                what = "is unknown"
+            elif _record_due(history):
+                waited = f"{self._record_patience:g} s"
+                what = f"ended but recorded no artifacts within {waited}: its executor stopped before keeping them"
+            else:
+                what = "has kept no artifacts (yet)"
             raise ExecutionError(f"input {item.source}: job {item.job_id} {what}")
         wanted = [(file, placed_at(path, item)) for path, (file, _) in kept_files(records).items()]
         found = [(file, target) for file, target in wanted if target is not None]
@@ -132,6 +151,17 @@ class Artifacts:
                     f"input {item.source}: {file.path} of job {item.job_id} has expired (HADES_ARTIFACTS retention)"
                 )
             await _write_capped(chunks, stage / target, budget, item)
+
+    async def _records(self, job_id: str) -> tuple[list[Event], list[ArtifactsStored]]:
+        """The job's history and its ``artifacts_stored`` events, once the record its end makes due has landed or
+        ``record_patience`` has passed."""
+        deadline = time.monotonic() + self._record_patience
+        while True:
+            history = [r.event for r in await self._events.history(job_id)]
+            records = [event for event in history if isinstance(event, ArtifactsStored)]
+            if records or not _record_due(history) or time.monotonic() >= deadline:
+                return history, records
+            await asyncio.sleep(_RECORD_POLL)
 
     async def _fetch(self, item: Input, stage: Path, budget: _Budget) -> None:
         refused = self._policy.host_refusal(callback_host(item.source)) if self._policy.restricts else None
