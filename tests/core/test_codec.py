@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pydantic
 import pytest
 
-from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
 from hades.core.artifacts import Input, SkippedArtifact, StoredArtifact
+from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
 from hades.core.events import (
     ArtifactsStored,
     Event,
