@@ -20,6 +20,7 @@ from hades.adapters.k8s.operator.handoff import BuildJobHandoff, NoPods
 from hades.adapters.k8s.operator.lease import LeaderElector, LeaseTerms
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs
+from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -50,7 +51,8 @@ def parse_bind_address(address: str) -> tuple[str, int]:
 
 @contextlib.asynccontextmanager
 async def health_server(address: str, ready: Callable[[], bool]) -> AsyncIterator[web.TCPSite]:
-    """``/healthz`` (the process answers) and ``/readyz`` (connected and campaigning or leading)."""
+    """``/healthz`` (the process answers) and ``/readyz`` (``ready()``; the operator serves both only once its API
+    client is set up, and campaigns or leads from then on, so it answers ok whenever it answers)."""
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -110,8 +112,9 @@ class Operator:
                     )
                     await self.elector.run(lambda: self._lead(buildjobs))
             finally:
-                if beating is not None:
-                    beating.cancel()
+                if beating is not None:  # awaited, and cancelled again if nats-py swallowed the first cancel
+                    with contextlib.suppress(Exception):
+                        await stop(beating)
 
     async def _lead(self, buildjobs: BuildJobs) -> None:
         pods = OperatorPods(self._pod_settings, self._configuration)
