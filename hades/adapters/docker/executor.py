@@ -59,6 +59,9 @@ class _Progress:
 
 
 _DIGITS = re.compile(r"[0-9]*")
+#: Reads of one output stream at most: the follow, then re-reads of a stopped container's stored log (each
+#: normally one request that brings nothing new).
+_LOG_READS = 5
 
 
 @dataclass
@@ -83,16 +86,6 @@ class _Seen:
         fraction = _DIGITS.match(self.stamp.partition(".")[2]) if "." in self.stamp else None
         nanos = (fraction[0] if fraction else "")[:9].ljust(9, "0")
         return f"{int(moment.replace(microsecond=0).timestamp())}.{nanos}"
-
-    def after(self, lines: list[str]) -> list[str]:
-        """Of a re-read from ``since()`` on, the lines not seen yet (the ones at the last timestamp were, in part)."""
-        skip, fresh = self.at_stamp, []
-        for line in lines:
-            if skip and line.partition(" ")[0] == self.stamp:
-                skip -= 1
-                continue
-            fresh.append(line)
-        return fresh
 
 
 @contextlib.contextmanager
@@ -361,22 +354,30 @@ class DockerExecutor:
         """Follow one output stream, split it into lines and hand each to the log writer.
 
         The engine may end a follow before it sent everything (seen under load: 15,644 of 100,000 lines, and no
-        error), so once it ends, what the engine stored after the last whole line seen is read once more,
-        without following; a line cut short by the end of the follow comes back whole in that read.
+        error), so once it ends, what the engine stored after the last whole line seen is read again (a stopped
+        container's stream ends once it sent what is stored), until a read brings nothing new. A line cut short
+        by an early end comes back whole in the next read; the stored log's last line may lack its newline, and
+        is handed on once a read brings nothing else.
         """
-        buffer, seen = "", _Seen()
+        seen = _Seen()
         flags = {"stdout": stream == "stdout", "stderr": stream == "stderr"}
-        async for chunk in container.log(follow=True, timestamps=True, **flags):
-            buffer += chunk
-            *lines, buffer = buffer.split("\n")
-            for line in lines:
-                seen.add(line)
-                await self._emit(line, stream, logs)
-            progress.lines += len(lines)
-        rest = await container.log(follow=False, timestamps=True, since=seen.since(), **flags)
-        for line in seen.after("".join(rest).split("\n")):
-            await self._emit(line, stream, logs)
-            progress.lines += 1
+        for round_ in range(_LOG_READS):
+            buffer, fresh, skip = "", 0, seen.at_stamp
+            async for chunk in container.log(follow=True, timestamps=True, since=seen.since(), **flags):
+                buffer += chunk
+                *lines, buffer = buffer.split("\n")
+                for line in lines:
+                    if skip and line.partition(" ")[0] == seen.stamp:
+                        skip -= 1  # handed on before this read
+                        continue
+                    seen.add(line)
+                    fresh += 1
+                    await self._emit(line, stream, logs)
+                progress.lines += len(lines)
+            if (round_ > 0 and not fresh) or round_ == _LOG_READS - 1:
+                if buffer and not (skip and buffer.partition(" ")[0] == seen.stamp):
+                    await self._emit(buffer, stream, logs)
+                return
 
     @staticmethod
     async def _emit(line: str, stream: OutputStream, logs: StepLogs) -> None:
