@@ -323,6 +323,8 @@ def _queue(state: JobState, now: datetime) -> JobQueued:
 
 def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
     _require_queued(state, command.attempt)
+    if state.cancel_requested_by is not None:  # its stop is due (``conclusion``); nothing is set up for it
+        raise InvalidTransition(f"job {state.job_id}: cancel requested by {state.cancel_requested_by}")
     started = JobStarted(
         job_id=state.job_id,
         at=now,

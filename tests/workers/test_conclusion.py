@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import pytest
 from nats.aio.client import Client
 
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.clock import SystemClock
+from hades.core.errors import InvalidTransition
 from hades.core.events import Event, JobCancelRequested, StepFinished
 from hades.core.lifecycle import (
     FinishStep,
@@ -172,3 +174,19 @@ async def test_a_queued_job_cancelled_by_a_writer_that_stopped_halfway_is_stoppe
     final = await JobHandle.load(event_store, clock, job_id)
     assert final.state is not None and final.state.status is Status.STOPPED
     assert final.state.reason == "cancelled by api"
+
+
+async def test_a_waiting_job_whose_cancel_is_due_is_not_started(event_store: NatsEventStore) -> None:
+    job_id = str(uuid.uuid4())
+    clock = SystemClock()
+    await event_store.append(job_id, decide(None, SubmitJob(job_id=job_id, spec=SPEC), clock.now()), 0)
+    job = await JobHandle.load(event_store, clock, job_id)
+    await job.run(job_id, QueueJob())
+    assert job.state is not None
+    [requested, _] = decide(job.state, RequestCancel(by="api"), clock.now())
+    await event_store.append(job_id, [requested], job.seq)  # the API stopped before `stopped`
+
+    executor_view = await JobHandle.load(event_store, clock, job_id)
+    with pytest.raises(InvalidTransition):
+        await executor_view.run(job_id, StartAttempt(1, "exec"))
+    assert [r.event.type for r in await event_store.history(job_id)][-1] == "cancel_requested"
