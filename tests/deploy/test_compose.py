@@ -131,6 +131,8 @@ def test_deploy_puts_the_api_behind_caddy_with_the_dashboard_on(tmp_path: Path) 
     assert api["DASHBOARD_USERNAME"] == "admin" and unescaped(api["DASHBOARD_PASSWORD_HASH"]) == HASH
     (subnet,) = project["networks"]["edge"]["ipam"]["config"]
     assert api["DASHBOARD_TRUSTED_PROXIES"] == subnet["subnet"]
+    for role in ("api", "executor", "notifier"):  # every role that checks a URL a job names refuses private ones
+        assert stack[role]["environment"]["CALLBACK_DENY_PRIVATE"] == "true", role
 
 
 @pytest.mark.parametrize("missing", ["HADES_DOMAIN", "AUTH_KEY", "DASHBOARD_SESSION_SECRET"])
