@@ -78,8 +78,9 @@ class LogStore(Protocol):
         """The position of the job's newest batch, 0 when it has none."""
         ...
 
-    def follow(self, job_id: str, idle: float = 1.0) -> AsyncGenerator[tuple[int, Log] | None, None]:
-        """Batches from the first on, live; None after ``idle`` seconds without one."""
+    def follow(self, job_id: str, idle: float = 1.0, after: int = 0) -> AsyncGenerator[tuple[int, Log] | None, None]:
+        """Batches from the first on (or after stream sequence ``after``), live; None after ``idle`` seconds
+        without one."""
         ...
 
 

@@ -40,16 +40,17 @@ class Ended:
 
 
 async def log_items(
-    services: ApiServices, job_id: str, heartbeat: float
+    services: ApiServices, job_id: str, heartbeat: float, after: int = 0
 ) -> AsyncGenerator[Batch | Heartbeat | Ended, None]:
     """The job's batches until it has ended and all were handed on, heartbeats while it is quiet, then its end.
 
     A job's batches are all in the stream before its terminal event is appended, so once the job has ended the
-    newest batch at that moment is the last one: nothing is guessed with a drain timeout.
+    newest batch at that moment is the last one: nothing is guessed with a drain timeout. With ``after`` (a
+    client's ``Last-Event-ID``), the batches up to that log-stream sequence are not sent again.
     """
     logs = services.logs
-    sent, final_seq, idle = 0, None, 0.0
-    async for item in logs.follow(job_id):
+    sent, final_seq, idle = after, None, 0.0
+    async for item in logs.follow(job_id, after=after):
         if item is not None:
             sent, batch = item
             yield Batch(seq=sent, log=batch)
@@ -67,12 +68,19 @@ async def log_items(
                 return
 
 
-async def follow_logs(services: ApiServices, job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
-    """``log`` events until the job has ended and every batch it wrote was sent, then one ``end`` event."""
+async def follow_logs(
+    services: ApiServices, job_id: str, last_event_id: str | None = None
+) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """``log`` events until the job has ended and every batch it wrote was sent, then one ``end`` event.
+
+    Each ``log`` event's id is its batch's log-stream sequence; a client reconnecting with ``Last-Event-ID``
+    gets the batches after it (an id that is not a sequence is ignored: the whole log again).
+    """
     if services.jobs.get(job_id) is None:
         yield ServerSentEventMessage(data=json.dumps({"error": f"job not found: {job_id}"}), event="error")
         return
-    async for item in log_items(services, job_id, KEEPALIVE_SECONDS):
+    after = int(last_event_id) if last_event_id and last_event_id.isdigit() and len(last_event_id) < 20 else 0
+    async for item in log_items(services, job_id, KEEPALIVE_SECONDS, after):
         if isinstance(item, Batch):
             yield ServerSentEventMessage(data=item.log.model_dump_json(exclude={"step_id"}), event="log", id=item.seq)
         elif isinstance(item, Heartbeat):

@@ -138,11 +138,13 @@ async def get_logs(
     """One Log per step in step order (silent steps included), read from the log stream.
 
     With ``?follow=true``: Server-Sent Events, one ``log`` event per batch as it is written (backlog first), then
-    one ``end`` event with the job's final status once it has ended and all of its batches were sent.
+    one ``end`` event with the job's final status once it has ended and all of its batches were sent. A client
+    reconnecting with ``Last-Event-ID`` gets only the batches after that event.
     """
     services = _services(request)
     if follow:
-        return ServerSentEvent(follow_logs(services, job_id) if is_job_id(job_id) else _unknown(job_id))
+        resume = request.headers.get("last-event-id")
+        return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
         return Response(content={"logs": []})
     batches = await services.logs.read(job_id)

@@ -175,15 +175,22 @@ class NatsLogStore:
             return 0
         return int(info.seq or 0)
 
-    async def follow(self, job_id: str, idle: float = 1.0) -> AsyncGenerator[tuple[int, Log] | None, None]:
-        """The job's batches from the first, then live ones; yields None after ``idle`` seconds without any, so
-        the caller can decide whether to keep waiting."""
+    async def follow(
+        self, job_id: str, idle: float = 1.0, after: int = 0
+    ) -> AsyncGenerator[tuple[int, Log] | None, None]:
+        """The job's batches from the first (or those stored after sequence ``after``: a client resuming), then
+        live ones; yields None after ``idle`` seconds without any, so the caller can decide whether to keep
+        waiting."""
         queue: asyncio.Queue[tuple[int, Log]] = asyncio.Queue(maxsize=1000)
 
         async def collect(msg: Msg) -> None:
             await queue.put((msg.metadata.sequence.stream, Log.model_validate_json(msg.data)))
 
-        config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        config = (
+            ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1)
+            if after > 0
+            else ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        )
         sub = await self._js.subscribe(
             job_logs(job_id), stream=LOGS_STREAM, ordered_consumer=True, config=config, cb=collect
         )
