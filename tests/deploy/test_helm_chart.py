@@ -50,7 +50,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             },
         }
     },
-    "nats-cluster": {"nats": {"replicas": 3}, "streams": {"existingConfigMap": "hades-streams-r3"}},
+    "nats-cluster": {"nats": {"replicas": 3}},
+    "own-topology": {"streams": {"existingConfigMap": "hades-streams", "replicas": 1}},
     "dashboard-existing-secret": {
         "auth": {"secretName": "hades-auth"},
         "hadesApi": {"dashboard": {"enabled": True, "secretName": "hades-dashboard", "trustedProxies": "10.0.0.0/8"}},
@@ -303,9 +304,18 @@ def test_nats_cluster_routes_every_server_through_the_headless_service() -> None
     routes = re.findall(r"nats://(\S+):6222", config)
     assert routes == [f"{FULLNAME}-nats-{i}.{FULLNAME}-nats-headless" for i in range(3)]
     assert find(manifests, "PodDisruptionBudget", f"{FULLNAME}-nats")["spec"]["maxUnavailable"] == 1
-    # the replicated topology comes from the named ConfigMap, in the container that applies it
+    # the container that applies the topology replicates every stream as many times as there are servers
     init = pod_specs(manifests)[f"Deployment/{FULLNAME}-scheduler"]["initContainers"][0]
+    assert env(init)["HADES_STREAM_REPLICAS"] == "3"
+    assert "HADES_STREAM_REPLICAS" not in env(
+        pod_specs(render({}))[f"Deployment/{FULLNAME}-scheduler"]["initContainers"][0]
+    )
+
+
+def test_an_own_topology_comes_from_its_config_map_with_the_replicas_asked_for() -> None:
+    init = pod_specs(render(VALUE_SETS["own-topology"]))[f"Deployment/{FULLNAME}-scheduler"]["initContainers"][0]
     assert env(init)["HADES_STREAMS_FILE"] == "/etc/hades/streams.yaml"
+    assert env(init)["HADES_STREAM_REPLICAS"] == "1"
     assert {"name": "streams", "mountPath": "/etc/hades", "readOnly": True} in init["volumeMounts"]
 
 

@@ -77,6 +77,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{/* Copies of every stream, bucket and object store: streams.replicas, else the chart's NATS servers when they
+are a cluster (capped at JetStream's 5), else unset (streams.yaml's own count). */}}
+{{- define "hades.streamReplicas" -}}
+{{- if .Values.streams.replicas -}}
+{{ .Values.streams.replicas }}
+{{- else if and .Values.nats.enabled (gt (int .Values.nats.replicas) 1) -}}
+{{ min (int .Values.nats.replicas) 5 }}
+{{- end -}}
+{{- end }}
+
 {{/* Env of every Hades container. */}}
 {{- define "hades.env" -}}
 - name: NATS_URL
@@ -86,6 +96,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.streams.existingConfigMap }}
 - name: HADES_STREAMS_FILE
   value: /etc/hades/streams.yaml
+{{- end }}
+{{- with include "hades.streamReplicas" . }}
+- name: HADES_STREAM_REPLICAS
+  value: {{ . | quote }}
 {{- end }}
 {{- range $name, $value := .Values.env }}
 - name: {{ $name }}
