@@ -48,8 +48,14 @@ TERMINAL_SUBJECTS = ("hades.events.*.succeeded", "hades.events.*.failed", "hades
 
 #: POST ``body`` to ``url``; never raises for what the receiver or the network does.
 Send = Callable[[str, bytes], Awaitable[DeliveryResult]]
-#: One attempt for a job, given the message's delivery count: the delay before the next attempt, or None when done.
-Attempt = Callable[[str, int], Awaitable[float | None]]
+#: One attempt for a job, given the message's delivery count and the terminal event's stream sequence: the delay
+#: before the next attempt, or None when done.
+Attempt = Callable[[str, int, int], Awaitable[float | None]]
+#: When the job's history was read from a replica behind the terminal event in hand (on an R3 stream followers
+#: answer direct gets too), the event is had again this much later, not taken for "nothing to deliver"; up to
+#: BEHIND_TRIES deliveries (a replica lags milliseconds; a history that never shows up is given up on).
+BEHIND_RETRY_SECONDS = 0.5
+BEHIND_TRIES = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +105,16 @@ class LogForwarder:
         self._settings = settings
         self._draw = draw
 
-    async def forward(self, job_id: str, delivered: int) -> float | None:
-        """Attempt the delivery (``delivered`` = the message's delivery count); the delay before the next
-        attempt, or None when the message is done with (delivered, given up, or nothing to deliver)."""
-        if not await wants_a_delivery_to(self._store, job_id, "callback_url"):
-            return None
+    async def forward(self, job_id: str, delivered: int, seq: int = 0) -> float | None:
+        """Attempt the delivery (``delivered`` = the message's delivery count, ``seq`` the terminal event's
+        sequence); the delay before the next attempt, or None when the message is done with (delivered, given
+        up, or nothing to deliver)."""
+        wanted = await wants_a_delivery_to(self._store, job_id, "callback_url")
+        if not wanted:
+            return behind(job_id, delivered) if wanted is None else None
         job = await JobHandle.load(self._store, self._clock, job_id)
+        if job.seq < seq:
+            return behind(job_id, delivered)
         state = job.state
         if state is None or not _wants_delivery(state):
             return None
@@ -121,17 +131,31 @@ class LogForwarder:
         return await record_attempt(job, command, attempt, result, final, self._settings, self._draw())
 
 
+def behind(job_id: str, delivered: int) -> float | None:
+    """The retry delay for a terminal event whose job history was read from a replica behind it."""
+    if delivered < BEHIND_TRIES:
+        return BEHIND_RETRY_SECONDS
+    log.error("job %s: its history never caught up with its terminal event; nothing delivered", job_id)
+    return None
+
+
 def _wants_delivery(state: JobState) -> bool:
     return state.status.is_terminal and bool(state.spec.callback_url) and state.logs_delivery is None
 
 
 async def wants_a_delivery_to(
     store: EventStore, job_id: str, url_field: Literal["callback_url", "status_callback_url"]
-) -> bool:
+) -> bool | None:
     """Whether the job's spec names a URL in ``url_field``, read from its first event alone: most jobs have none,
-    and then their whole history need not be read (nor decoded) to learn that there is nothing to deliver."""
+    and then their whole history need not be read (nor decoded) to learn that there is nothing to deliver.
+
+    None when the job's ``submitted`` is not found: the caller holds the job's terminal event, so the read came
+    from a replica behind it, and must be made again.
+    """
     first = await store.submitted(job_id)
-    return first is not None and isinstance(first.event, JobSubmitted) and bool(getattr(first.event.spec, url_field))
+    if first is None:
+        return None
+    return isinstance(first.event, JobSubmitted) and bool(getattr(first.event.spec, url_field))
 
 
 def _record(url: str, attempt: int, result: DeliveryResult, lines: int, final: bool) -> RecordLogsDelivery:
@@ -189,7 +213,8 @@ async def settle(attempt: Attempt, msg: NatsMessage) -> None:
         log.error("dropping an undecodable event on %s", msg.raw_message.subject)
         await msg.reject()
         return
-    retry_in = await attempt(job_id, msg.raw_message.metadata.num_delivered)
+    metadata = msg.raw_message.metadata
+    retry_in = await attempt(job_id, metadata.num_delivered, metadata.sequence.stream)
     if retry_in is None:
         await msg.ack()
     else:

@@ -29,7 +29,14 @@ from hades.core.ports import Clock, EventStore
 from hades.core.webhook import encode_body, job_completed, webhook_headers
 from hades.workers.jobs import JobHandle
 from hades.workers.message import NatsMessage
-from hades.workers.notifier import TERMINAL_SUBJECTS, record_attempt, recorded_url, settle, wants_a_delivery_to
+from hades.workers.notifier import (
+    TERMINAL_SUBJECTS,
+    behind,
+    record_attempt,
+    recorded_url,
+    settle,
+    wants_a_delivery_to,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +74,16 @@ class WebhookSender:
         self._settings = settings
         self._draw = draw
 
-    async def deliver(self, job_id: str, delivered: int) -> float | None:
-        """Attempt the delivery (``delivered`` = the message's delivery count); the delay before the next
-        attempt, or None when the message is done with (delivered, given up, or nothing to deliver)."""
-        if not await wants_a_delivery_to(self._store, job_id, "status_callback_url"):
-            return None
+    async def deliver(self, job_id: str, delivered: int, seq: int = 0) -> float | None:
+        """Attempt the delivery (``delivered`` = the message's delivery count, ``seq`` the terminal event's
+        sequence); the delay before the next attempt, or None when the message is done with (delivered, given
+        up, or nothing to deliver)."""
+        wanted = await wants_a_delivery_to(self._store, job_id, "status_callback_url")
+        if not wanted:
+            return behind(job_id, delivered) if wanted is None else None
         job = await JobHandle.load(self._store, self._clock, job_id)
+        if job.seq < seq:
+            return behind(job_id, delivered)
         state = job.state
         if state is None or not _wants_delivery(state):
             return None

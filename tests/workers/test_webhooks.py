@@ -42,7 +42,7 @@ from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
 from hades.workers.jobs import JobHandle
-from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
+from hades.workers.notifier import BEHIND_RETRY_SECONDS, LogForwarder, NotifierSettings, notifier_router
 from hades.workers.webhooks import WEBHOOKS_CONSUMER, WebhookSender, WebhookSettings, webhook_router
 from tests.conftest import SpawnRole, eventually
 from tests.support.receiver import Receiver, receiving
@@ -570,3 +570,47 @@ async def test_a_notifier_killed_between_attempts_loses_nothing(
     # Normally exactly [1, 2, 3]; a kill that lands mid-POST adds an unrecorded attempt, which at-least-once allows
     # (that message comes back after the consumer's ack wait, as the next attempt).
     assert seen == recorded == [1, 2, 3] or len(seen) == len(recorded) + 1
+
+
+class LaggingReplica:
+    """The real store, answering reads as a follower that has not yet stored the job's last ``missing`` events
+    (on an R3 stream direct gets are answered by followers too); ``catch_up()`` makes it current."""
+
+    def __init__(self, store: NatsEventStore, missing: int) -> None:
+        self.store, self.missing = store, missing
+
+    def catch_up(self) -> None:
+        self.missing = 0
+
+    async def submitted(self, job_id: str) -> Any:
+        history = await self.history(job_id)
+        return history[0] if history else None
+
+    async def history(self, job_id: str) -> list[Any]:
+        history = await self.store.history(job_id)
+        return history[: len(history) - self.missing] if self.missing else history
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("missing", [1, 99])  # the terminal event only; the whole history, `submitted` too
+async def test_a_history_read_from_a_replica_behind_the_terminal_event_is_read_again(
+    event_store: NatsEventStore, missing: int
+) -> None:
+    settings = WebhookSettings(max_attempts=3, timeout=1.0, backoff_base=4.0, backoff_max=60.0)
+    async with receiving(200) as receiver:
+        job_id = await ended_job(event_store, hook(receiver))
+        terminal_seq = (await event_store.history(job_id))[-1].seq
+        replica = LaggingReplica(event_store, missing)
+        delivery = HttpDelivery(settings.timeout)
+        sender = WebhookSender(replica, SystemClock(), delivery.post_json, settings, lambda: 0.5)  # type: ignore[arg-type]
+        try:
+            assert await sender.deliver(job_id, delivered=1, seq=terminal_seq) == BEHIND_RETRY_SECONDS
+            assert receiver.for_job(job_id) == []  # not taken for "nothing to deliver", nor sent
+            replica.catch_up()
+            assert await sender.deliver(job_id, delivered=2, seq=terminal_seq) is None
+        finally:
+            await delivery.aclose()
+    assert [e.type for e in await webhook_events(event_store, job_id)] == ["webhook_delivered"]
+    assert len(receiver.for_job(job_id)) == 1
