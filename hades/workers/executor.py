@@ -264,6 +264,10 @@ class ExecutorWorker:
                 "executor_id": self._options.executor_id,
                 "started_at": self._started_at.isoformat(),
                 "busy": len(self._running),
+                # the jobs it runs now, and when it said so: the scheduler hands back an attempt its executor
+                # lost track of (its runner died while the process lives on)
+                "running": sorted({job_id for job_id in self._running.values() if job_id}),
+                "at": self._clock.now().isoformat(),
                 "slots": self._options.concurrency,
                 "draining": self._draining.is_set(),
                 "labels": self._options.labels,

@@ -4,7 +4,9 @@
   not, because its writer stopped in between) gets that end appended, once its executor is lost or the end has
   been due for ``conclude_after`` seconds.
 - A job ``Running`` on an executor whose heartbeat expired is handed back to the queue as a new attempt, up to
-  ``MAX_ATTEMPTS``, then failed with a reason that says so.
+  ``MAX_ATTEMPTS``, then failed with a reason that says so. So is one whose executor lives on but, in a heartbeat
+  ``orphan_after`` seconds or more after the attempt started, no longer lists it among the jobs it runs (the
+  attempt's runner died: the event log was away while it recorded the step's or the job's end).
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
   low job cannot starve behind a steady stream of high ones.
 - A queued job with constraints or resources that no live (not draining) executor's labels satisfy is marked
@@ -57,6 +59,7 @@ class WatchdogPolicy:
     aging_seconds: float | None = None
     interval: float = 2.0
     conclude_after: float = 30.0
+    orphan_after: float = 30.0
     unschedulable_timeout: float | None = None
 
 
@@ -88,7 +91,9 @@ class Watchdog:
         takers = [_labels(info) for info in executors.values() if not info.get("draining")]
         acted = 0
         for job in self._jobs.unfinished():
-            command = self._command_for(job, alive) or self._placement_command(job, takers)
+            command = (
+                self._command_for(job, alive) or self._orphaned(job, executors) or self._placement_command(job, takers)
+            )
             if command is not None and await self._apply(job.job_id, command):
                 acted += 1
         return acted
@@ -126,6 +131,23 @@ class Watchdog:
             return MarkUnschedulable(job.attempt, reason)
         return None
 
+    def _orphaned(self, job: JobState, executors: dict[str, dict[str, Any]]) -> Command | None:
+        """An attempt whose executor lives on but, in a heartbeat well after the attempt started, no longer lists
+        it among the jobs it runs (its runner died, e.g. the event log was away while it recorded the end):
+        handed back, as for a lost executor."""
+        beat = executors.get(job.executor_id or "")
+        if job.status is not Status.RUNNING or beat is None or job.started_at is None:
+            return None
+        running, said_at = beat.get("running"), _moment(beat.get("at"))
+        if not isinstance(running, list) or said_at is None or job.job_id in running:
+            return None  # an executor that does not say (older, or the operator's), or still runs it
+        if (said_at - job.started_at).total_seconds() < self._policy.orphan_after:
+            return None  # a heartbeat from before (or just after) the attempt started need not list it yet
+        lost = f"executor {job.executor_id} no longer runs attempt {job.attempt} (it lost track of it)"
+        if job.attempt >= self._policy.max_attempts:
+            return FailJob(job.attempt, f"{lost}; gave up after {job.attempt} attempts")
+        return RequeueJob(job.attempt, f"{lost}; attempt {job.attempt} handed back")
+
     async def _apply(self, job_id: str, command: Command) -> bool:
         job = await JobHandle.load(self._store, self._clock, job_id)
         try:
@@ -149,3 +171,12 @@ def _due_for(job: JobState, now: datetime) -> float:
     moments = [step.finished_at for step in job.steps if step.finished_at is not None]
     moments += [moment for moment in (job.started_at, job.queued_at, job.submitted_at) if moment is not None]
     return (now - max(moments)).total_seconds()
+
+
+def _moment(value: object) -> datetime | None:
+    """A heartbeat's ISO 8601 time, None when it is missing or not one."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None

@@ -190,3 +190,31 @@ async def test_a_waiting_job_whose_cancel_is_due_is_not_started(event_store: Nat
     with pytest.raises(InvalidTransition):
         await executor_view.run(job_id, StartAttempt(1, "exec"))
     assert [r.event.type for r in await event_store.history(job_id)][-1] == "cancel_requested"
+
+
+async def test_an_attempt_its_live_executor_lost_track_of_is_handed_back(
+    nc: Client, event_store: NatsEventStore
+) -> None:
+    """The executor process lives on, but the attempt's runner died (the event log was away when it tried to record
+    the step's end): its heartbeats stop listing the job, and the scheduler hands the attempt back."""
+    heartbeats = Heartbeats(nc)
+    job = await running_job(event_store, "forgetful", finished_steps=1)  # step 2 never ran
+    job_id = job.state.job_id  # type: ignore[union-attr]
+    started = job.state.started_at  # type: ignore[union-attr]
+    assert started is not None
+
+    async def beat(running: list[str], after: float) -> None:
+        at = (started + timedelta(seconds=after)).isoformat()
+        await heartbeats.beat("forgetful", {"busy": len(running), "running": running, "at": at})
+
+    await beat([job_id], after=60)  # still runs it
+    assert await (await watchdog_over(event_store, nc, job_id, LaterClock())).tick() == 0
+    await beat([], after=5)  # said before the attempt could be listed: not yet a verdict
+    assert await (await watchdog_over(event_store, nc, job_id, LaterClock())).tick() == 0
+
+    await beat([], after=31)
+    assert await (await watchdog_over(event_store, nc, job_id, LaterClock())).tick() == 1
+    history = [r.event for r in await event_store.history(job_id)]
+    assert history[-1].type == "queued" and getattr(history[-1], "attempt", None) == 2
+    assert "executor forgetful no longer runs attempt 1" in (getattr(history[-1], "reason", "") or "")
+    await heartbeats.remove("forgetful")
