@@ -43,6 +43,7 @@ class StepLogWriter:
         self, nc: Client, job_id: str, step_id: int, budget: LogBudget | None = None, publish_timeout: float = 5.0
     ) -> None:
         self._js = nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
+        self._ack_timeout = publish_timeout
         self._in_flight: deque[tuple[bytes, dict[str, str], asyncio.Future[PubAck]]] = deque()
         self._writer = nuid.NUID().next().decode()  # batch ids unique to this writer, so a retry is deduplicated
         self._batches = 0
@@ -117,10 +118,14 @@ class StepLogWriter:
     async def _settle_oldest(self) -> None:
         """Wait for the oldest batch's ack; one that NATS could not take yet (a cluster electing the stream's leader,
         a server restarting) is sent again for up to ``_OUTAGE_PATIENCE`` seconds (raising if refused or out of time).
+
+        The wait is bounded: nats-py's ``publish_async`` future never resolves when its reply is lost (the server
+        died between taking the batch and answering, or answered with an error: nats-io/nats.py#985), and a step
+        that waited on it would hang forever. Its batch id makes the resend land at most once.
         """
         body, headers, pending = self._in_flight.popleft()
         try:
-            ack = await pending
+            ack = await asyncio.wait_for(pending, self._ack_timeout)  # cancelling the future frees its slot
         except UNAVAILABLE:
             ack = await self._resend(body, headers)
         self.last_seq = max(self.last_seq or 0, int(ack.seq))  # a resent batch may land after later ones
