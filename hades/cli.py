@@ -13,13 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
 from hades.adapters.k8s.pods import PodSettings, pod_manifest
 from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
 from hades.core.spec import parse_job_request
+from hades.doctor import doctor as run_doctor
+from hades.doctor_checks import settings_problems
 from hades.http.dashboard.config import DashboardConfigError
+from hades.streams_show import EXIT_CODES as streams_exit_codes
+from hades.streams_show import streams_show as show_streams
+from hades.streams_show import tool_nats_url
 
 DEFAULT_NATS_URL = "nats://localhost:4222"
 
@@ -27,7 +33,16 @@ DEFAULT_NATS_URL = "nats://localhost:4222"
 def main(argv: list[str] | None = None) -> int:
     """The console script's entry point."""
     args = _parser().parse_args(argv)
-    settings = load_settings()
+    standalone: Callable[[argparse.Namespace], int] | None = getattr(args, "standalone", None)
+    if standalone is not None:  # `hades doctor` loads (and judges) the settings itself
+        logging.basicConfig(level=logging.WARNING)
+        return standalone(args)
+    try:
+        settings = load_settings()
+    except ValidationError as error:
+        for problem in settings_problems(error):
+            print(f"hades: {problem.message}; {problem.fix}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.DEBUG if settings.debug else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -77,6 +92,24 @@ def _parser() -> argparse.ArgumentParser:
         help="copies of every stream, bucket and object store, 1 to 5 (3 on a NATS cluster)",
     )
     streams_apply.set_defaults(handler=_streams_apply)
+    show_help = "each stream, bucket, object store and durable consumer, live, and whether it matches streams.yaml"
+    streams_show = streams_commands.add_parser(
+        "show", help=show_help, description=f"{show_help} (NATS_URL).", epilog=streams_exit_codes
+    )
+    streams_show.add_argument("--json", action="store_true", help="print JSON: stores, consumers, problems, ok")
+    streams_show.set_defaults(handler=show_streams)
+
+    doctor_help = (
+        "check that settings, NATS, the topology and the executor's engine are ready, with the fix for each problem"
+    )
+    doctor = commands.add_parser(
+        "doctor",
+        help=doctor_help,
+        description=f"{doctor_help}.",
+        epilog="exit codes: 0 nothing failed, 1 a check failed",
+    )
+    doctor.add_argument("--json", action="store_true", help='print JSON: {"ok", "checks": [{"name", "level", ...}]}')
+    doctor.set_defaults(standalone=run_doctor)
 
     add_client_commands(commands)
 
@@ -227,11 +260,13 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
     summary: dict[str, Any] = {}
 
     async def run() -> None:
-        from hades.adapters.nats.connection import connect
+        from hades.adapters.nats.connection import connect_once
         from hades.adapters.nats.event_store import NatsEventStore
         from hades.replay import replay
 
-        nc = await connect(settings.nats_url or DEFAULT_NATS_URL, settings.nats_username, settings.nats_password)
+        nc = await connect_once(
+            tool_nats_url(settings), settings.nats_username, settings.nats_password, settings.nats_tls_enabled
+        )
         try:
             store = NatsEventStore(nc)
             report = await replay(store, await store.stream_last_seq(), until_seq, until_time)
