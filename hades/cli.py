@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import socket
 import sys
 import uuid
 from collections.abc import Callable, Coroutine
@@ -194,7 +195,9 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
 
     embedded = None
     url = settings.nats_url
+    _ensure_free("API_PORT", settings.api_host, settings.api_port)
     if url is None:
+        _ensure_free("NATS_PORT", "127.0.0.1", settings.nats_port, "or set NATS_URL to use the server already there")
         store = store_dir_for(settings.data_dir)
         embedded = start_nats(
             store,
@@ -214,9 +217,25 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _ensure_free(variable: str, host: str, port: int, alternative: str = "") -> None:
+    """Refuse to start, naming the setting, when something already listens on ``port`` (another Hades, often)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers themselves bind
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            extra = f", {alternative}" if alternative else ""
+            raise RuntimeError(
+                f"{variable} {port} on {host} is taken ({error.strerror}): stop what listens there (another "
+                f"`hades up`?), or set {variable} to a free port{extra}"
+            ) from None
+
+
 def _role(args: argparse.Namespace, settings: Settings) -> int:
     from hades.runtime import Roles, serve
 
+    if args.role == "api":
+        _ensure_free("API_PORT", settings.api_host, settings.api_port)
     roles = Roles(**{args.role: True})
     _run(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
     return 0
