@@ -4,30 +4,49 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
+import socket
 import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import ValidationError
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
 from hades.adapters.k8s.pods import PodSettings, pod_manifest
+from hades.adapters.nats.topology import ApplyReport
 from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
 from hades.core.spec import parse_job_request
+from hades.doctor import doctor as run_doctor
+from hades.doctor_checks import settings_problems
 from hades.http.dashboard.config import DashboardConfigError
+from hades.streams_show import EXIT_CODES as streams_exit_codes
+from hades.streams_show import streams_show as show_streams
+from hades.streams_show import tool_nats_url
 
 DEFAULT_NATS_URL = "nats://localhost:4222"
+_T = TypeVar("_T")
 
 
 def main(argv: list[str] | None = None) -> int:
     """The console script's entry point."""
     args = _parser().parse_args(argv)
-    settings = load_settings()
+    standalone: Callable[[argparse.Namespace], int] | None = getattr(args, "standalone", None)
+    if standalone is not None:  # `hades doctor` loads (and judges) the settings itself
+        logging.basicConfig(level=logging.WARNING)
+        return standalone(args)
+    try:
+        settings = load_settings()
+    except ValidationError as error:
+        for problem in settings_problems(error):
+            print(f"hades: {problem.message}; {problem.fix}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.DEBUG if settings.debug else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -48,10 +67,17 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hades", description="A container job scheduler on NATS JetStream.")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    up = commands.add_parser("up", help="run every role in one process, on an embedded nats-server")
+    up = commands.add_parser(
+        "up",
+        help="run every role in one process, on an embedded nats-server",
+        description="Run the API, scheduler, executor (HADES_EXECUTOR, Docker by default) and notifier in one "
+        "process. Without NATS_URL it starts its own nats-server, keeping the JetStream store in HADES_DATA_DIR "
+        "(./.hades), and applies streams.yaml first; the API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it "
+        "gracefully; a restart from the same folder resumes where it stopped.",
+    )
     up.set_defaults(handler=_up)
     for role in ("api", "scheduler", "executor", "notifier", "logmanager"):
-        sub = commands.add_parser(role, help=f"run the {role} role against NATS_URL")
+        sub = commands.add_parser(role, help=_ROLES[role])
         sub.set_defaults(handler=_role, role=role)
 
     operator = commands.add_parser("operator", help="reconcile BuildJobs into Pods (Kubernetes operator mode)")
@@ -66,9 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     operator.set_defaults(handler=_operator)
 
-    streams = commands.add_parser("streams", help="the NATS topology from streams.yaml")
+    streams = commands.add_parser("streams", help="the NATS topology from streams.yaml: apply it, or show it live")
     streams_commands = streams.add_subparsers(required=True, metavar="ACTION")
-    streams_apply = streams_commands.add_parser("apply", help="create or update streams and consumers")
+    streams_apply = streams_commands.add_parser(
+        "apply", help="create or update the streams, consumers, buckets and object stores of streams.yaml (NATS_URL)"
+    )
+    streams_apply.add_argument("--json", action="store_true", help="print JSON: {created, updated, unchanged}")
     streams_apply.add_argument(
         "--replicas",
         type=int,
@@ -77,12 +106,40 @@ def _parser() -> argparse.ArgumentParser:
         help="copies of every stream, bucket and object store, 1 to 5 (3 on a NATS cluster)",
     )
     streams_apply.set_defaults(handler=_streams_apply)
+    show_help = "each stream, bucket, object store and durable consumer, live, and whether it matches streams.yaml"
+    streams_show = streams_commands.add_parser(
+        "show", help=show_help, description=f"{show_help} (NATS_URL).", epilog=streams_exit_codes
+    )
+    streams_show.add_argument("--json", action="store_true", help="print JSON: stores, consumers, problems, ok")
+    streams_show.set_defaults(handler=show_streams)
+
+    doctor_help = (
+        "check that settings, NATS, the topology and the executor's engine are ready, with the fix for each problem"
+    )
+    doctor = commands.add_parser(
+        "doctor",
+        help=doctor_help,
+        description=f"{doctor_help}.",
+        epilog="exit codes: 0 nothing failed, 1 a check failed",
+    )
+    doctor.add_argument("--json", action="store_true", help='print JSON: {"ok", "checks": [{"name", "level", ...}]}')
+    doctor.set_defaults(standalone=run_doctor)
 
     add_client_commands(commands)
 
-    replay = commands.add_parser("replay", help="rebuild every read model from the event log (NATS_URL)")
+    replay = commands.add_parser(
+        "replay",
+        help="rebuild every read model from the event log (NATS_URL) and print a summary",
+        description="Replay HADES_EVENTS from its first event into every read model (jobs, metrics, timing), as an "
+        "API replica does at start-up, and print what was read: the events and the last sequence, how long it took "
+        "and how fast, and the jobs per status. It only reads: nothing is written or changed.",
+    )
     replay.add_argument("--until", help="a stream sequence or an ISO 8601 time: the world as it was then")
-    replay.add_argument("--json", action="store_true", help="print the raw JSON")
+    replay.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: events, last_seq, seconds, events_per_second, jobs, metrics (statusCounts, ...)",
+    )
     replay.set_defaults(handler=_replay)
 
     config = commands.add_parser("config", help="print the effective settings (environment and .env), secrets masked")
@@ -94,21 +151,42 @@ def _parser() -> argparse.ArgumentParser:
     manifest = k8s_commands.add_parser("manifest", help="print the Pod (or BuildJob) a job file would become, as YAML")
     manifest.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
     manifest.add_argument("--operator", action="store_true", help="the BuildJob for the operator instead of the Pod")
+    manifest.add_argument("--json", action="store_true", help="print it as JSON instead of YAML")
     manifest.set_defaults(handler=_k8s_manifest)
+    _describe(parser)
     return parser
+
+
+_ROLES = {
+    "api": "run the HTTP API (POST /build, /jobs..., the dashboard) against NATS_URL",
+    "scheduler": "run the scheduler (queues jobs, retries lost attempts, timeouts) against NATS_URL",
+    "executor": "run an executor (HADES_EXECUTOR: docker, process, k8s) that takes queued jobs from NATS_URL",
+    "notifier": "run the notifier (status webhooks and log forwarding) against NATS_URL",
+    "logmanager": "serve the Go Log Manager's routes alone on LOG_MANAGER_PORT, against NATS_URL",
+}
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand's ``--help`` opens with its description: its one-line help where it has no longer one."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                sub = action.choices[choice.dest]
+                if sub.description is None and choice.help:
+                    sub.description = choice.help[0].upper() + choice.help[1:] + "."
+                _describe(sub)
 
 
 # -- roles ------------------------------------------------------------------------------------------------------
 
 
-def _run(coroutine: Coroutine[Any, Any, None]) -> None:
+def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-        asyncio.run(coroutine)
-        return
+        return asyncio.run(coroutine)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(coroutine)
+        return runner.run(coroutine)
 
 
 def _up(_args: argparse.Namespace, settings: Settings) -> int:
@@ -117,7 +195,9 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
 
     embedded = None
     url = settings.nats_url
+    _ensure_free("API_PORT", settings.api_host, settings.api_port)
     if url is None:
+        _ensure_free("NATS_PORT", "127.0.0.1", settings.nats_port, "or set NATS_URL to use the server already there")
         store = store_dir_for(settings.data_dir)
         embedded = start_nats(
             store,
@@ -137,9 +217,25 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _ensure_free(variable: str, host: str, port: int, alternative: str = "") -> None:
+    """Refuse to start, naming the setting, when something already listens on ``port`` (another Hades, often)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers themselves bind
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            extra = f", {alternative}" if alternative else ""
+            raise RuntimeError(
+                f"{variable} {port} on {host} is taken ({error.strerror}): stop what listens there (another "
+                f"`hades up`?), or set {variable} to a free port{extra}"
+            ) from None
+
+
 def _role(args: argparse.Namespace, settings: Settings) -> int:
     from hades.runtime import Roles, serve
 
+    if args.role == "api":
+        _ensure_free("API_PORT", settings.api_host, settings.api_port)
     roles = Roles(**{args.role: True})
     _run(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
     return 0
@@ -157,11 +253,13 @@ def _operator(args: argparse.Namespace, settings: Settings) -> int:
 def _streams_apply(args: argparse.Namespace, settings: Settings) -> int:
     if args.replicas is not None:
         settings = settings.model_copy(update={"stream_replicas": args.replicas})
-    _run(_apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=False))
+    report = _run(_apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=args.json))
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), indent=2))
     return 0
 
 
-async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
+async def _apply_topology(url: str, settings: Settings, quiet: bool) -> ApplyReport:
     from hades.adapters.nats.connection import connect
     from hades.adapters.nats.topology import apply, load_topology
 
@@ -181,6 +279,7 @@ async def _apply_topology(url: str, settings: Settings, quiet: bool) -> None:
         for name in names:
             if not quiet or verb != "unchanged":
                 logging.info("%s %s", verb, name)
+    return report
 
 
 # -- tools (the client commands are in hades.client.cli) ----------------------------------------------------------
@@ -206,7 +305,10 @@ def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:  # SpecError, BuildJobError, PodSpecError
         print(f"hades: {error}", file=sys.stderr)
         return 2
-    print(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True), end="")
+    if args.json:
+        print(json.dumps(manifest, indent=2))
+    else:
+        print(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True), end="")
     return 0
 
 
@@ -227,11 +329,13 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
     summary: dict[str, Any] = {}
 
     async def run() -> None:
-        from hades.adapters.nats.connection import connect
+        from hades.adapters.nats.connection import connect_once
         from hades.adapters.nats.event_store import NatsEventStore
         from hades.replay import replay
 
-        nc = await connect(settings.nats_url or DEFAULT_NATS_URL, settings.nats_username, settings.nats_password)
+        nc = await connect_once(
+            tool_nats_url(settings), settings.nats_username, settings.nats_password, settings.nats_tls_enabled
+        )
         try:
             store = NatsEventStore(nc)
             report = await replay(store, await store.stream_last_seq(), until_seq, until_time)

@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from hades.core.artifacts import Input, SkippedArtifact, StoredArtifact
-from hades.core.codec import CURRENT_VERSION, decode_event, encode_event
+from hades.core.codec import CURRENT_VERSION, CURRENT_VERSIONS, UPCASTERS, decode_event, encode_event
 from hades.core.events import (
     ArtifactsStored,
     Event,
@@ -255,3 +255,68 @@ def test_undecodable_bodies_raise_value_error(body: bytes) -> None:
 def test_malformed_bodies_raise_value_error_too(body: bytes) -> None:
     with pytest.raises(ValueError):
         decode_event(body)
+
+
+# -- upcasting: what `docs/upgrades.md` promises ------------------------------------------------------------------
+
+
+def _started_v1() -> bytes:
+    """A ``started`` body as a hypothetical version 1 wrote it, before ``executor`` was renamed ``executor_id``."""
+    return json.dumps(
+        {"type": "started", "version": 1, "job_id": JOB_ID, "at": AT.isoformat(), "attempt": 2, "executor": "exec-7"}
+    ).encode()
+
+
+def _rename_executor(raw: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    raw["executor_id"] = raw.pop("executor")
+    return raw
+
+
+def test_every_kind_is_at_version_1_and_none_needs_an_upcaster_yet() -> None:
+    union = typing.get_args(typing.get_args(Event)[0])
+    assert set(CURRENT_VERSIONS) == {model.model_fields["type"].default for model in union}
+    assert set(CURRENT_VERSIONS.values()) == {1} and CURRENT_VERSION == 1 and UPCASTERS == {}
+
+
+def test_a_version_1_event_is_read_into_the_current_model() -> None:
+    decoded = decode_event(_started_v1(), upcasters={("started", 1): _rename_executor}, current={"started": 2})
+
+    assert isinstance(decoded, JobStarted)
+    assert (decoded.executor_id, decoded.attempt, decoded.version, decoded.at) == ("exec-7", 2, 2, AT)
+
+
+def test_an_older_body_that_would_validate_as_it_is_is_still_upcast() -> None:
+    """A v1 ``stopped`` body is valid v2 too; v2 changed what ``reason`` says, so the upcaster must run anyway."""
+    body = encode_event(JobStopped(job_id=JOB_ID, at=AT, attempt=1, reason="cancelled"))
+
+    def qualify(raw: dict[str, typing.Any]) -> dict[str, typing.Any]:
+        return {**raw, "reason": f"{raw['reason']} (before v2)"}
+
+    decoded = decode_event(body, upcasters={("stopped", 1): qualify}, current={"stopped": 2})
+
+    assert isinstance(decoded, JobStopped) and decoded.reason == "cancelled (before v2)" and decoded.version == 2
+
+
+def test_upcasters_chain_version_by_version() -> None:
+    steps = {
+        ("started", 1): _rename_executor,
+        ("started", 2): lambda raw: {**raw, "attempt": raw["attempt"] * 10},
+    }
+
+    decoded = decode_event(_started_v1(), upcasters=steps, current={"started": 3})
+
+    assert isinstance(decoded, JobStarted) and decoded.attempt == 20 and decoded.version == 3
+
+
+def test_an_older_version_without_an_upcaster_names_the_gap() -> None:
+    with pytest.raises(ValueError, match="no upcaster for 'started' version 1"):
+        decode_event(_started_v1(), upcasters={}, current={"started": 2})
+
+
+def test_the_registry_refuses_a_second_upcaster_for_one_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hades.core.codec.UPCASTERS", {})
+    from hades.core import codec
+
+    codec.upcaster("started", 1)(_rename_executor)
+    with pytest.raises(ValueError, match="already registered"):
+        codec.upcaster("started", 1)(_rename_executor)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from typing import Any
+from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client
@@ -51,3 +52,51 @@ def connect_options(
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         options["tls"] = context
     return options
+
+
+class NatsUnreachable(RuntimeError):
+    """No connection to any of the servers: the message names them and the last error."""
+
+
+async def connect_once(
+    url: str,
+    username: str | None = None,
+    password: str | None = None,
+    tls: bool = False,
+    timeout: float = 3.0,
+    name: str = "Hades",
+) -> Client:
+    """One short attempt per server and no reconnecting, for a tool that must say at once that NATS is not there.
+
+    nats-py keeps selecting servers forever unless ``max_reconnect_attempts`` is positive, hence 1 (two tries).
+    """
+    errors: list[Exception] = []
+
+    async def record(error: Exception) -> None:
+        errors.append(error)
+
+    options = connect_options(url, username, password, tls, name)
+    options.update(
+        connect_timeout=timeout,
+        allow_reconnect=False,
+        max_reconnect_attempts=1,
+        reconnect_time_wait=0.1,
+        error_cb=record,
+    )
+    try:
+        return await nats.connect(**options)
+    except Exception as error:  # NoServersError, an auth violation, a TLS handshake failure, a timeout
+        cause = errors[-1] if errors else error
+        reason = str(cause) or type(cause).__name__
+        raise NatsUnreachable(f"cannot connect to NATS at {_without_password(url)}: {reason}") from error
+
+
+def _without_password(url: str) -> str:
+    """``nats://user:****@host:4222`` for a URL that carries a password, so it can be printed."""
+    parts = [urlsplit(u.strip()) for u in url.split(",") if u.strip()]
+    shown = []
+    for part in parts:
+        if part.password:
+            part = part._replace(netloc=f"{part.username}:****@{part.hostname}{f':{part.port}' if part.port else ''}")
+        shown.append(part.geturl())
+    return ",".join(shown)

@@ -211,7 +211,7 @@ async def _apply_bucket(js: JetStreamContext, bucket: str, spec: BucketSpec, rep
         )
         report.created.append(f"bucket {bucket}")
         return
-    await _apply_replicas(js, f"KV_{bucket}", f"bucket {bucket}", spec.replicas, report)
+    await _apply_fields(js, f"KV_{bucket}", f"bucket {bucket}", declared_store_fields(spec), report)
 
 
 async def _apply_object_store(js: JetStreamContext, bucket: str, spec: ObjectStoreSpec, report: ApplyReport) -> None:
@@ -221,18 +221,44 @@ async def _apply_object_store(js: JetStreamContext, bucket: str, spec: ObjectSto
         await js.create_object_store(bucket, replicas=spec.replicas, ttl=spec.max_age, max_bytes=spec.max_bytes)
         report.created.append(f"object store {bucket}")
         return
-    await _apply_replicas(js, f"OBJ_{bucket}", f"object store {bucket}", spec.replicas, report)
+    await _apply_fields(js, f"OBJ_{bucket}", f"object store {bucket}", declared_store_fields(spec), report)
 
 
-async def _apply_replicas(js: JetStreamContext, stream: str, what: str, replicas: int, report: ApplyReport) -> None:
-    """Scale the stream under a bucket or object store (the one setting of theirs that ``apply`` changes)."""
+async def _apply_fields(
+    js: JetStreamContext, stream: str, what: str, fields: dict[str, Any], report: ApplyReport
+) -> None:
+    """Restore the settings a bucket's or object store's declaration sets on the stream under it."""
     config = (await js.stream_info(stream)).config
-    if config.num_replicas == replicas:
+    if all(same(getattr(config, key), value) for key, value in fields.items()):
         report.unchanged.append(what)
         return
-    config.num_replicas = replicas
+    for key, value in fields.items():
+        setattr(config, key, value)
     await js.update_stream(config=config)
     report.updated.append(what)
+
+
+def declared_store_fields(spec: BucketSpec | ObjectStoreSpec) -> dict[str, Any]:
+    """The settings of the stream under a bucket or object store that its declaration fixes (nats-py's names).
+
+    A bucket declares its history, TTL (none: ``max_age`` 0) and replicas; an object store its replicas and, when
+    given, its retention.
+    """
+    if isinstance(spec, BucketSpec):
+        return {"max_msgs_per_subject": spec.history, "max_age": spec.ttl or 0.0, "num_replicas": spec.replicas}
+    fields: dict[str, Any] = {"num_replicas": spec.replicas}
+    if spec.max_age is not None:
+        fields["max_age"] = spec.max_age
+    if spec.max_bytes is not None:
+        fields["max_bytes"] = spec.max_bytes
+    return fields
+
+
+def same(live: Any, declared: Any) -> bool:
+    """Whether a live setting equals the declared one (numbers compared as numbers: 10 s is 10.0 s)."""
+    if isinstance(live, int | float) and isinstance(declared, int | float):
+        return abs(float(live) - float(declared)) < 1e-6
+    return bool(live == declared)
 
 
 def _differs(current: dict[str, Any], wanted: dict[str, Any]) -> bool:

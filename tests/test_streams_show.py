@@ -1,0 +1,117 @@
+"""``hades streams show`` through the real entry point against a real nats-server: a healthy server exits 0; a
+setting changed behind Hades's back, a missing consumer or stream exits 1 naming each and the fix; ``streams
+apply`` puts it right; no NATS exits 3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from nats.js import JetStreamContext
+
+from hades.adapters.nats.connection import connect
+from hades.adapters.nats.server import EmbeddedNats, start_nats
+from hades.adapters.nats.topology import LOGS_STREAM, apply, load_topology
+from tests.conftest import free_port
+
+
+@pytest.fixture
+def fresh_nats() -> Iterator[EmbeddedNats]:
+    """A nats-server of this test's own, since the tests change its topology."""
+    with tempfile.TemporaryDirectory(prefix="hades-show-") as store:
+        server = start_nats(Path(store))
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+async def js(fresh_nats: EmbeddedNats) -> AsyncIterator[JetStreamContext]:
+    """JetStream on the fresh server, with streams.yaml applied."""
+    nc = await connect(fresh_nats.url)
+    try:
+        await apply(nc.jetstream(), load_topology())
+        yield nc.jetstream()
+    finally:
+        await nc.close()
+
+
+def hades(tmp_path: Path, nats_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hades.cli ARGS`` with only ``NATS_URL`` set, in an empty folder (no .env)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "HADES_", "API_", "DOCKER_"))}
+    env["NATS_URL"] = nats_url
+    command = [sys.executable, "-m", "hades.cli", *args]
+    return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+async def test_a_healthy_server_matches(js: JetStreamContext, fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    shown = hades(tmp_path, fresh_nats.url, "streams", "show")
+
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "the server matches streams.yaml" in shown.stdout
+    for name in (
+        "stream HADES_EVENTS",
+        "bucket HADES_WORKERS",
+        "object store HADES_ARTIFACTS",
+        "HADES_EVENTS/scheduler",
+    ):
+        assert name in shown.stdout
+    as_json = json.loads(hades(tmp_path, fresh_nats.url, "streams", "show", "--json").stdout)
+    assert as_json["ok"] is True and as_json["problems"] == []
+    events = next(store for store in as_json["stores"] if store["name"] == "HADES_EVENTS")
+    assert events["replicas"] == 1 and events["storage"] == "file" and events["missing"] is False
+    scheduler = next(consumer for consumer in as_json["consumers"] if consumer["name"] == "scheduler")
+    assert {"pending", "ack_pending", "redelivered", "waiting"} <= scheduler.keys()
+
+
+async def test_changes_behind_hades_back_are_named_with_the_fix(
+    js: JetStreamContext, fresh_nats: EmbeddedNats, tmp_path: Path
+) -> None:
+    logs = (await js.stream_info(LOGS_STREAM)).config
+    logs.max_age = 60
+    await js.update_stream(config=logs)
+    workers = (await js.stream_info("KV_HADES_WORKERS")).config
+    workers.max_age = 30  # the heartbeat TTL: executors would be taken for lost three times later
+    await js.update_stream(config=workers)
+    await js.delete_consumer("HADES_EVENTS", "notifier")
+
+    shown = hades(tmp_path, fresh_nats.url, "streams", "show")
+
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert "stream HADES_LOGS: max_age is 60 on the server, 604800 in streams.yaml" in shown.stdout
+    assert "bucket HADES_WORKERS: max_age is 30 on the server, 10 in streams.yaml" in shown.stdout
+    assert "consumer HADES_EVENTS/notifier is missing" in shown.stdout
+    assert "fix: run `hades streams apply`" in shown.stdout
+    as_json = json.loads(hades(tmp_path, fresh_nats.url, "streams", "show", "--json").stdout)
+    assert as_json["ok"] is False and len(as_json["problems"]) == 3 and "hades streams apply" in as_json["fix"]
+
+    applied = hades(tmp_path, fresh_nats.url, "streams", "apply", "--json")
+    assert applied.returncode == 0, applied.stderr
+    report = json.loads(applied.stdout)
+    assert "bucket HADES_WORKERS" in report["updated"] and "consumer HADES_EVENTS/notifier" in report["created"]
+    assert hades(tmp_path, fresh_nats.url, "streams", "show").returncode == 0
+
+
+async def test_a_missing_stream_is_named(js: JetStreamContext, fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    await js.delete_stream(LOGS_STREAM)
+
+    shown = hades(tmp_path, fresh_nats.url, "streams", "show")
+
+    assert shown.returncode == 1
+    assert "stream HADES_LOGS is missing" in shown.stdout and "hades streams apply" in shown.stdout
+
+
+def test_no_nats_exits_3_naming_it(tmp_path: Path) -> None:
+    url = f"nats://127.0.0.1:{free_port()}"
+
+    shown = hades(tmp_path, url, "streams", "show")
+
+    assert shown.returncode == 3
+    assert f"cannot connect to NATS at {url}" in shown.stderr and "set NATS_URL" in shown.stderr
