@@ -24,6 +24,7 @@ from hades.adapters.http_delivery import HttpDelivery
 from hades.adapters.k8s.executor import K8sExecutor
 from hades.adapters.k8s.operator.controller import OperatorSettings
 from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
+from hades.adapters.k8s.placement import accepts as k8s_places
 from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.connection import UNAVAILABLE, connect, connect_options
@@ -243,6 +244,7 @@ async def _executor(
         shutdown_grace=settings.shutdown_grace_seconds,
         sweep_interval=settings.sweep_seconds,
         labels=labels,
+        places=k8s_places if settings.executor == "k8s" else None,
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
     return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc))

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
@@ -76,6 +77,9 @@ class ExecutorOptions:
     shutdown_grace: float = 30.0
     sweep_interval: float = 30.0
     labels: dict[str, str] = field(default_factory=dict)
+    #: Takes every job whose placement its engine can express and lets the engine place it (Kubernetes: node
+    #: affinity and requests; ``hades.adapters.k8s.placement``), rather than matching its own labels.
+    places: Callable[[Placement], bool] | None = None
 
 
 class ExecutorWorker:
@@ -235,7 +239,10 @@ class ExecutorWorker:
             await asyncio.sleep(IDLE_POLL_SECONDS)
 
     async def _pool_changed(self, pools: Pools, pool: str, placement: Placement | None) -> None:
-        matches = placement is not None and satisfies(placement, self._options.labels)
+        places = self._options.places
+        matches = placement is not None and (
+            places(placement) if places is not None else satisfies(placement, self._options.labels)
+        )
         if matches and pool not in self._pool_pullers:
             await pools.ensure_queues(pool)
             pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
@@ -271,6 +278,8 @@ class ExecutorWorker:
                 "slots": self._options.concurrency,
                 "draining": self._draining.is_set(),
                 "labels": self._options.labels,
+                # a cluster executor takes the jobs its engine can place (the watchdog counts it as their taker)
+                "places": "cluster" if self._options.places is not None else "labels",
             },
         )
 

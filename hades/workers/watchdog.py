@@ -9,7 +9,8 @@
   attempt's runner died: the event log was away while it recorded the step's or the job's end).
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
   low job cannot starve behind a steady stream of high ones.
-- A queued job with constraints or resources that no live (not draining) executor's labels satisfy is marked
+- A queued job with constraints or resources that no live (not draining) executor takes (its labels satisfy them, or
+  it is a Kubernetes executor that can express them as node affinity) is marked
   unschedulable with a reason ("no executor with os=windows is alive"), an event, so every API replica shows the
   same; the mark is cleared when such an executor appears, and with ``UNSCHEDULABLE_TIMEOUT`` set the job fails
   once it has been unschedulable that long. Busy matching executors do not make a job unschedulable: it waits.
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hades.adapters.k8s.placement import accepts as k8s_places
 from hades.adapters.nats.heartbeats import Heartbeats
-from hades.core.constraints import satisfies
+from hades.core.constraints import Placement, satisfies
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
 from hades.core.lifecycle import (
     Command,
@@ -88,7 +91,7 @@ class Watchdog:
         """One look over the unfinished jobs; returns how many were acted on."""
         executors = await self._heartbeats.alive()
         alive = set(executors)
-        takers = [_labels(info) for info in executors.values() if not info.get("draining")]
+        takers = [_taker(info) for info in executors.values() if not info.get("draining")]
         acted = 0
         for job in self._jobs.unfinished():
             command = (
@@ -116,12 +119,12 @@ class Watchdog:
                 return PromoteJob(job.attempt, up, f"waited {waited:.0f} s in the {job.priority} queue; now {up}")
         return None
 
-    def _placement_command(self, job: JobState, takers: list[dict[str, str]]) -> Command | None:
+    def _placement_command(self, job: JobState, takers: list[Callable[[Placement], bool]]) -> Command | None:
         """Mark a queued job that no live executor can take, clear the mark, or give up on it after the timeout."""
         placement = job.spec.placement
         if placement is None or job.status is not Status.QUEUED or job.queued_at is None:
             return None
-        if any(satisfies(placement, labels) for labels in takers):
+        if any(takes(placement) for takes in takers):
             return MarkSchedulable(job.attempt) if job.unschedulable_since is not None else None
         reason = f"no executor with {placement.describe()} is alive"
         timeout, since = self._policy.unschedulable_timeout, job.unschedulable_since
@@ -160,10 +163,14 @@ class Watchdog:
         return True
 
 
-def _labels(info: dict[str, Any]) -> dict[str, str]:
-    """The labels an executor's heartbeat advertises (none from an executor older than pools)."""
-    labels = info.get("labels")
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+def _taker(info: dict[str, Any]) -> Callable[[Placement], bool]:
+    """Which placements an executor takes, from its heartbeat: those its labels satisfy (none advertised by an
+    executor older than pools), or, for a cluster executor (Kubernetes), those its engine can express."""
+    if info.get("places") == "cluster":
+        return k8s_places
+    raw = info.get("labels")
+    labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return lambda placement: satisfies(placement, labels)
 
 
 def _due_for(job: JobState, now: datetime) -> float:

@@ -24,6 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from hades.adapters.docker.executor import lap
+from hades.adapters.k8s.placement import PlacementError
 from hades.adapters.k8s.pods import (
     ANNOTATION_EXECUTOR,
     LABEL_ATTEMPT,
@@ -129,6 +130,8 @@ class K8sExecutor:
             manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
         except MemoryFormatError as error:
             raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
+        except PlacementError as error:
+            raise ExecutionError(str(error)) from error
         phases: dict[str, float] = {}
         try:
             with lap(phases, "pod"):

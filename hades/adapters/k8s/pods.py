@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hades.adapters.k8s.placement import node_affinity, requests, with_requests
 from hades.adapters.k8s.quantities import cpu_quantity, memory_quantity
 from hades.core.spec import JobSpec, Priority, Step
 
@@ -140,7 +141,7 @@ def container(spec: JobSpec, index: int, name: str, job_id: str, settings: PodSe
         body["command"] = [escape_expansion(part) for part in command]
     if settings.image_pull_policy is not None:
         body["imagePullPolicy"] = settings.image_pull_policy
-    limits = resources(step)
+    limits = with_requests(resources(step), requests(spec.placement), index + 1)
     if limits:
         body["resources"] = limits
     return body
@@ -151,7 +152,8 @@ def pod_manifest(
 ) -> dict[str, Any]:
     """The Pod that runs one attempt of a job (``priority`` defaults to the spec's own).
 
-    Raises PodSpecError for a job without steps, and MemoryFormatError for a memory limit Docker would refuse.
+    Raises PodSpecError for a job without steps, MemoryFormatError for a memory limit Docker would refuse, and
+    PlacementError for constraints or resources Kubernetes cannot express (``hades.adapters.k8s.placement``).
     """
     if not spec.steps:
         raise PodSpecError("a job without steps has nothing to run in a Pod")
@@ -166,6 +168,9 @@ def pod_manifest(
         "automountServiceAccountToken": False,  # a step has no business with the cluster's API
         "enableServiceLinks": False,  # nor with every Service's address in its environment (Docker has none)
     }
+    affinity = node_affinity(spec.placement)
+    if affinity is not None:
+        pod_spec["affinity"] = affinity
     if spec.timeout_seconds > 0:
         pod_spec["activeDeadlineSeconds"] = spec.timeout_seconds
     if settings.service_account:

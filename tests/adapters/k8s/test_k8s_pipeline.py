@@ -3,7 +3,9 @@ executor pointed by a kubeconfig at the in-test API server, whose Kubelet plays 
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from typing import Any
 
 import yaml
 from nats.aio.client import Client
@@ -13,7 +15,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.core.events import StepFinished
 from hades.core.logs import coalesce
-from tests.conftest import StartHades
+from tests.conftest import StartHades, eventually
 from tests.support.k8s_api import KubeApi, Kubelet, Outcome
 
 
@@ -67,3 +69,77 @@ async def test_a_job_runs_through_hades_on_the_k8s_executor(
         finished = [r.event for r in await NatsEventStore(nc).history(job_id) if isinstance(r.event, StepFinished)]
         assert [(e.step_id, e.exit_code, e.tolerated) for e in finished] == [(1, 0, False), (2, 5, True), (3, 0, False)]
         await kube.wait_for(lambda: kube.get("pipeline", "pods", pod_name(job_id, 1)) is None)  # cleaned up
+
+
+async def test_constraints_and_resources_become_node_affinity_and_requests(
+    start_hades: StartHades, nc: Client, tmp_path: Path
+) -> None:
+    """A Kubernetes executor takes jobs its own machine's labels would not satisfy (os=windows here): the cluster
+    places them, by the Pod's node affinity and requests; the scheduler does not call such a job unschedulable."""
+    async with KubeApi() as kube:
+        hades = await start_hades(
+            HADES_EXECUTOR="k8s",
+            K8S_NAMESPACE="placed",
+            K8S_KUBECONFIG=str(kubeconfig(tmp_path / "kubeconfig", kube.url)),
+            HADES_WATCHDOG_SECONDS="0.2",
+        )
+        job = {
+            "name": "on-windows",
+            "constraints": [
+                {"attribute": "os", "value": "windows"},
+                {"attribute": "pool", "operator": "!=", "value": "gpu"},
+            ],
+            "resources": {"cpu": 1.5, "memory": "2g"},
+            "steps": [{"id": 1, "image": "mcr.microsoft.com/windows/nanoserver", "script": "echo built"}],
+        }
+        job_id = await hades.submit(job)
+
+        async def created() -> dict[str, Any] | None:
+            return kube.get("placed", "pods", pod_name(job_id, 1))
+
+        pod = await eventually(created, timeout=20)
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms["nodeSelectorTerms"] == [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]},
+                    {"key": "pool", "operator": "NotIn", "values": ["gpu"]},
+                ]
+            }
+        ]
+        assert pod["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1500m", "memory": "2Gi"}}
+        assert await Kubelet(kube, "placed").run(pod_name(job_id, 1), {"step-1": Outcome(("built",))}) == "Succeeded"
+        detail = await hades.wait_terminal(job_id, timeout=20)
+        assert detail["status"] == "Succeeded", detail
+        kinds = [type(r.event).__name__ for r in await NatsEventStore(nc).history(job_id)]
+        assert "JobMarkedUnschedulable" not in kinds, kinds
+
+
+async def test_a_constraint_kubernetes_cannot_express_is_not_taken(
+    start_hades: StartHades, nc: Client, tmp_path: Path
+) -> None:
+    """``regexp`` has no node-selector form: the Kubernetes executor leaves the job, which waits with a reason."""
+    async with KubeApi() as kube:
+        hades = await start_hades(
+            HADES_EXECUTOR="k8s",
+            K8S_NAMESPACE="unplaced",
+            K8S_KUBECONFIG=str(kubeconfig(tmp_path / "kubeconfig", kube.url)),
+            HADES_WATCHDOG_SECONDS="0.2",
+        )
+        zone = f"zone-{uuid.uuid4().hex[:6]}"  # a label no executor of any test advertises
+        job = {
+            "name": "by-pattern",
+            "constraints": [{"attribute": zone, "operator": "regexp", "value": "^eu-"}],
+            "steps": [{"id": 1, "image": "alpine:3.22", "script": "true"}],
+        }
+        job_id = await hades.submit(job)
+
+        async def waiting() -> dict[str, Any] | None:
+            detail = await hades.client.get(f"/jobs/{job_id}")
+            body: dict[str, Any] = detail.json()
+            return body if body.get("reason") else None
+
+        detail = await eventually(waiting, timeout=20)
+        assert detail["status"] == "Queued"
+        assert detail["reason"] == f"no executor with {zone} matching ^eu- is alive", detail
+        assert kube.get("unplaced", "pods", pod_name(job_id, 1)) is None

@@ -19,6 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from hades.adapters.docker.executor import lap
 from hades.adapters.k8s.executor import CONFLICT, K8sExecutor
 from hades.adapters.k8s.operator.status import disrupted, owned_pod
+from hades.adapters.k8s.placement import PlacementError
 from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
 from hades.adapters.k8s.watch import read_json
 from hades.core.lifecycle import JobState
@@ -46,6 +47,8 @@ class OperatorPods(K8sExecutor):
             manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._pod_settings, job.priority)
         except MemoryFormatError as error:
             raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
+        except PlacementError as error:
+            raise ExecutionError(str(error)) from error
         owner = self.owners.get(job.job_id)
         if owner is not None:
             manifest = owned_pod(manifest, owner)
