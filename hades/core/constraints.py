@@ -10,8 +10,8 @@ an ``operator`` and a ``value``:
 - ``set_contains``: every item of the comma list ``value`` is in the label's comma list.
 
 ``resources`` ask for ``cpu`` cores and ``memory`` (a size such as ``2g``): the executor's ``cpu`` and ``memory``
-labels must be at least that much (whole-machine capacity, not free capacity; an executor that advertises no such
-label cannot take the job).
+labels must be at least that much (an executor that advertises no such label cannot take the job), and, while the
+job's attempt runs, that much is reserved: ``fits`` takes it off what the executor has left for further jobs.
 
 A job's requirements, normalised, are its :class:`Placement`; equal placements share one pool (:attr:`Placement.key`,
 a short stable hash), which is what the queues are keyed on.
@@ -36,6 +36,7 @@ __all__ = [
     "Placement",
     "Resources",
     "constraints_problem",
+    "fits",
     "parse_labels",
     "placement_of",
     "resources_problem",
@@ -137,6 +138,16 @@ def satisfies(placement: Placement | None, labels: dict[str, str]) -> bool:
         return False
     cpu, memory = labels.get("cpu"), labels.get("memory")
     return _at_least(cpu, placement.cpu, float) and _at_least(memory, placement.memory, _bytes)
+
+
+def fits(placement: Placement | None, labels: dict[str, str], reserved: list[Placement]) -> bool:
+    """Whether the executor's capacity (its ``cpu`` and ``memory`` labels) minus what the attempts it runs reserved
+    still holds this placement's resources: Nomad's reservation, per executor."""
+    if placement is None or (not placement.cpu and not placement.memory):
+        return True
+    cpu = sum(taken.cpu for taken in reserved) + placement.cpu
+    memory = sum(taken.memory for taken in reserved) + placement.memory
+    return _at_least(labels.get("cpu"), cpu, float) and _at_least(labels.get("memory"), memory, _bytes)
 
 
 def _holds(constraint: Constraint, label: str | None) -> bool:

@@ -8,7 +8,9 @@ through new work; a slow poll still catches redeliveries.
 
 Jobs with constraints wait in their pool's queues (``hades.adapters.nats.pools``): the executor follows
 ``HADES_POOLS`` and adds, for each pool its labels satisfy, that pool's queue of each priority next to the plain
-one. Within a priority it takes turns over its queues, so neither plain nor pooled work starves the other.
+one. Within a priority it takes turns over its queues, so neither plain nor pooled work starves the other. A pool
+whose jobs ask for more ``resources`` than the attempts running here left of its capacity is passed over until
+one ends.
 
 A queue message stays un-acked while its job runs (its deadline extended with ``in_progress``) and is acked only
 once the job reached a terminal event. A message whose job is no longer queued for that attempt is acked and
@@ -35,7 +37,7 @@ from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
-from hades.core.constraints import Placement, parse_labels, satisfies
+from hades.core.constraints import Placement, fits, parse_labels, satisfies
 from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
 from hades.core.ports import Clock, EventStore, Executor
@@ -113,6 +115,8 @@ class ExecutorWorker:
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._pools = pools
         self._pool_pullers: dict[str, dict[Priority, NoWaitPuller]] = {}
+        self._pool_placements: dict[str, Placement] = {}
+        self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
         self._turn = 0
         self._started_at = clock.now()
         self._keep_every = 10.0
@@ -142,8 +146,11 @@ class ExecutorWorker:
                 if taken is None:
                     self._slots.release()
                     break
-                task = asyncio.create_task(self._handle(*taken))
+                msg, lease, placement = taken
+                task = asyncio.create_task(self._handle(msg, lease))
                 self._running[task] = ""
+                if placement is not None:
+                    self._reserved[task] = placement
                 task.add_done_callback(self._finished)
             await self._wait_running()
         finally:
@@ -183,6 +190,8 @@ class ExecutorWorker:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
+        if self._reserved.pop(task, None) is not None:
+            self._doorbell.set()  # the freed resources may let a waiting pooled job in
         self._slots.release()
 
     async def _wait_running(self) -> None:
@@ -196,15 +205,16 @@ class ExecutorWorker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _next_message(self) -> tuple[Msg, Lease | None] | None:
-        """The next queue message by priority, with a slot of the global cap if one is set; None when draining."""
+    async def _next_message(self) -> tuple[Msg, Lease | None, Placement | None] | None:
+        """The next queue message by priority, with a slot of the global cap if one is set, and the placement it
+        reserves; None when draining."""
         while not self._draining.is_set():
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                msg = await self._pull_by_priority()
-                if msg is not None:
-                    return msg, lease
+                taken = await self._pull_by_priority()
+                if taken is not None:
+                    return taken[0], lease, taken[1]
                 if lease is not None:
                     await self._cap.release(lease)  # type: ignore[union-attr]
             wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
@@ -212,18 +222,31 @@ class ExecutorWorker:
                 await asyncio.wait_for(self._doorbell.wait(), wait)
         return None
 
-    async def _pull_by_priority(self) -> Msg | None:
-        """One message from the highest priority that has one; within a priority, the plain queue and the
-        pools' take turns at going first."""
+    async def _pull_by_priority(self) -> tuple[Msg, Placement | None] | None:
+        """One message from the highest priority that has one, with the resources it reserves; within a priority,
+        the plain queue and the pools' take turns at going first. A pool whose resources do not fit what is left
+        of this executor's capacity is passed over (its jobs wait for this or another executor)."""
         self._turn += 1
+        reserved = list(self._reserved.values())
         for priority in PRIORITY_ORDER:
-            queues = [self._pullers[priority], *(pullers[priority] for pullers in self._pool_pullers.values())]
+            queues: list[tuple[NoWaitPuller, Placement | None]] = [(self._pullers[priority], None)]
+            for pool, pullers in self._pool_pullers.items():
+                placement = self._reserves(pool)
+                if placement is None or fits(placement, self._options.labels, reserved):
+                    queues.append((pullers[priority], placement))
             first = self._turn % len(queues)
-            for puller in queues[first:] + queues[:first]:
+            for puller, placement in queues[first:] + queues[:first]:
                 msg = await puller.pull()
                 if msg is not None:
-                    return msg
+                    return msg, placement
         return None
+
+    def _reserves(self, pool: str) -> Placement | None:
+        """What a job of the pool reserves here: its resources, unless a cluster places it (Kubernetes)."""
+        placement = self._pool_placements.get(pool)
+        if placement is None or self._options.places is not None or not (placement.cpu or placement.memory):
+            return None
+        return placement
 
     def _all_pullers(self) -> list[NoWaitPuller]:
         return [*self._pullers.values(), *(p for pullers in self._pool_pullers.values() for p in pullers.values())]
@@ -243,15 +266,17 @@ class ExecutorWorker:
         matches = placement is not None and (
             places(placement) if places is not None else satisfies(placement, self._options.labels)
         )
-        if matches and pool not in self._pool_pullers:
+        if matches and placement is not None and pool not in self._pool_pullers:
             await pools.ensure_queues(pool)
             pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
             for puller in pullers.values():
                 await puller.start()
             self._pool_pullers[pool] = pullers
+            self._pool_placements[pool] = placement
             self._doorbell.set()
             log.info("taking the jobs of pool %s (%s)", pool, placement.describe() if placement else "")
         elif not matches and pool in self._pool_pullers:
+            self._pool_placements.pop(pool, None)
             for puller in self._pool_pullers.pop(pool).values():
                 await puller.stop()
 

@@ -13,6 +13,7 @@ from hades.core.constraints import (
     LabelError,
     Placement,
     Resources,
+    fits,
     parse_labels,
     placement_of,
     satisfies,
@@ -121,3 +122,14 @@ def test_labels_parse_with_lists_and_refuse_junk() -> None:
     for junk in ("linux", "=x", "o s=linux"):
         with pytest.raises(LabelError, match="is not key=value"):
             parse_labels(junk)
+
+
+def test_what_running_attempts_reserved_is_taken_off_the_capacity() -> None:
+    labels = {"cpu": "4", "memory": "8g"}
+    two_cores = placement_of((), Resources(cpu=2, memory="3g"))
+    assert two_cores is not None
+    assert fits(two_cores, labels, []) and fits(two_cores, labels, [two_cores])
+    assert not fits(two_cores, labels, [two_cores, two_cores])
+    memory_only = placement_of((), Resources(memory="3g"))
+    assert not fits(memory_only, labels, [two_cores, memory_only])  # 9g of 8g
+    assert fits(None, labels, [two_cores, two_cores]) and fits(placement_of((), None), {}, [two_cores])

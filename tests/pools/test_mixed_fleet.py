@@ -96,3 +96,47 @@ async def test_a_job_no_executor_can_take_fails_after_the_unschedulable_timeout(
 async def _with_reason(api: RunningHades, job_id: str, reason: str) -> dict[str, Any] | None:
     answer = await detail(api, job_id)
     return answer if answer.get("reason") == reason else None
+
+
+async def test_resources_are_reserved_while_their_attempts_run(
+    start_hades: StartHades, spawn_role: SpawnRole, tmp_path: Path
+) -> None:
+    """An executor advertising 2 cores, with 4 slots, runs two 1-core jobs at once and the third only after one of
+    them ended: what running attempts reserved is taken off its capacity."""
+    run = uuid.uuid4().hex[:6]
+    api = await start_hades(Roles(api=True, scheduler=True), **FAST_SCHEDULER)
+    markers, release = tmp_path / "markers", tmp_path / "release"
+    markers.mkdir()
+    workspaces = tmp_path / "workspaces"
+    spawn_role(
+        "executor",
+        HADES_EXECUTOR="process",
+        HADES_PROCESS_WORKSPACES=str(workspaces),
+        HADES_EXECUTOR_LABELS=f"cpu=2,pool=r{run}",
+        CONCURRENCY="4",
+    )
+    script = f'touch {markers}/"$UUID"; while [ ! -f {release} ]; do sleep 0.05; done'
+    job = {
+        "name": "one-core",
+        "constraints": [{"attribute": "pool", "value": f"r{run}"}],
+        "resources": {"cpu": 1},
+        "steps": [{"id": 1, "image": "ignored", "script": script}],
+    }
+    ids = [await api.submit(job) for _ in range(3)]
+
+    async def two_running() -> bool:
+        return len(list(markers.iterdir())) >= 2
+
+    await eventually(two_running, timeout=30)
+    release.touch()
+    ended = [await api.wait_terminal(job_id, timeout=30) for job_id in ids]
+    assert [d["status"] for d in ended] == ["Succeeded"] * 3
+
+    async def moments(job_id: str, kind: str) -> list[str]:
+        events = (await api.client.get(f"/jobs/{job_id}/events")).json()["events"]
+        return [e["at"] for e in events if e["type"] == kind]
+
+    starts = {job_id: (await moments(job_id, "started"))[0] for job_id in ids}
+    last = max(ids, key=lambda job_id: starts[job_id])
+    first_end = min([(await moments(job_id, "succeeded"))[0] for job_id in ids if job_id != last])
+    assert starts[last] >= first_end, "the third 1-core job started while two held both cores"
