@@ -50,7 +50,9 @@ def _default_executor_id() -> str:
 class Settings(BaseSettings):
     """The effective configuration of one Hades process."""
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True  # "" is unset, as in Go
+    )
 
     debug: bool = Field(default=False, validation_alias="DEBUG", description="debug logging")
 

@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hades.config import Settings
+import pytest
+
+from hades.config import Settings, load_settings
 from hades.core.redact import MASK
 
 HADES = Path(sys.executable).parent / "hades"
@@ -72,3 +74,12 @@ def test_config_json_is_for_scripts_and_masks_the_same(tmp_path: Path) -> None:
     assert shown["NATS"]["NATS_USERNAME"] is None
     variables = {name for section in shown.values() for name in section}
     assert variables == _read_by_hades()
+
+
+def test_an_empty_variable_means_unset_as_in_the_go_hades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compose passes ``${VAR:-}`` through as an empty string: optional numbers and durations take their default."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("UNSCHEDULABLE_TIMEOUT", "MAX_PARALLELISM", "API_PORT", "DASHBOARD_USERNAME"):
+        monkeypatch.setenv(name, "")
+    settings = load_settings()
+    assert settings.unschedulable_timeout is None and settings.max_parallelism == 0 and settings.api_port == 8080
