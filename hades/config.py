@@ -51,7 +51,10 @@ class Settings(BaseSettings):
     """The effective configuration of one Hades process."""
 
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True  # "" is unset, as in Go
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        env_ignore_empty=True,  # "" is unset, as in Go
     )
 
     debug: bool = Field(default=False, validation_alias="DEBUG", description="debug logging")
