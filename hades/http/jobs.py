@@ -14,11 +14,14 @@ from litestar.enums import MediaType
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from hades.core.lifecycle import JobState
+from hades.core.events import JobSubmitted
+from hades.core.lifecycle import JobState, fold
 from hades.core.logs import coalesce
+from hades.core.pipeline import PipelineProgress
 from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
+from hades.http.stage_views import pipeline_fields, pipeline_logs
 from hades.http.views import event_row, job_detail, parse_moment
 from hades.http.wire import (
     GUARDED,
@@ -87,7 +90,7 @@ async def get_job(
     found = await whole_job(services, job_id, moment)
     if found is None:
         return not_found(job_id)
-    return Response(content=job_detail(*found))
+    return Response(content={**job_detail(*found), **pipeline_fields(services, found[0])})
 
 
 async def whole_job(
@@ -142,13 +145,35 @@ async def get_logs(
     reconnecting with ``Last-Event-ID`` gets only the batches after that event.
     """
     services = _services(request)
+    pipeline = await pipeline_state(services, job_id)
     if follow:
         resume = request.headers.get("last-event-id")
+        if pipeline is not None:
+            return ServerSentEvent(_pipeline_follow(pipeline))
         return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
         return Response(content={"logs": []})
+    if pipeline is not None:
+        return Response(content={"logs": await pipeline_logs(services, pipeline)})
     batches = await services.logs.read(job_id)
     return Response(content={"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]})
+
+
+async def pipeline_state(services: ApiServices, job_id: str) -> JobState | None:
+    """The pipeline's whole state when ``job_id`` is a pipeline (one lookup of its first event otherwise)."""
+    first = await services.store.submitted(job_id) if is_job_id(job_id) else None
+    if first is None or not isinstance(first.event, JobSubmitted) or not first.event.spec.is_pipeline:
+        return None
+    return fold([r.event for r in await services.store.history(job_id)])
+
+
+async def _pipeline_follow(pipeline: JobState) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """Following a pipeline's logs live is not done: say where to follow them instead."""
+    stages = [
+        {"stage": launch.name, "job_id": launch.job_id} for launch in (pipeline.progress or PipelineProgress()).launched
+    ]
+    message = "follow a pipeline's stages one by one: GET /jobs/<stage job id>/logs?follow=true"
+    yield ServerSentEventMessage(data=json.dumps({"error": message, "stages": stages}), event="error")
 
 
 async def _unknown(job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
