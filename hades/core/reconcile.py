@@ -9,8 +9,8 @@ stopped between two appends leaves work that the next look (its watchdog's) find
   launcher stopped after ``stage_launched``) has its job submitted.
 - A stage starts once every stage it needs Succeeded. A stage one of whose needs Failed, was Stopped or was
   Skipped is Skipped; stages that do not depend on it go on (as GitLab's ``needs``).
-- After a cancel, every running stage's job is asked to stop and nothing more starts; the pipeline is Stopped once
-  every launched stage has ended.
+- After a cancel, every running stage's job is asked to stop and nothing more starts (the stages not launched are
+  Skipped); the pipeline is Stopped once every launched stage has ended.
 - Otherwise the pipeline ends once nothing runs and nothing can start: Succeeded when every stage did, Failed when a
   stage failed (the reason names it), Stopped when a stage was cancelled on its own and none failed.
 """
@@ -138,6 +138,8 @@ def stage_views(state: JobState) -> list[StageView]:
             blocked = [n for n in needs[stage.name] if views[n].status in _BLOCKING]
             if blocked:
                 status, reason = StageStatus.SKIPPED, f"stage {blocked[0]} {views[blocked[0]].status.lower()}"
+            elif state.cancel_requested_by is not None or state.status.is_terminal:
+                status, reason = StageStatus.SKIPPED, "the pipeline was cancelled"
         views[stage.name] = StageView(
             stage=stage,
             needs=needs[stage.name],

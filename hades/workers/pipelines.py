@@ -132,7 +132,7 @@ class PipelineCoordinator:
             await self._cancel(state, action.job_id)
         else:
             await self._append(job, _end(state, action, now))
-        log.info("pipeline %s: %s", state.job_id, action)
+        log.info("pipeline %s: %s", state.job_id, _described(action))
 
     async def _append(self, job: JobHandle, event: Event) -> None:
         assert job.state is not None
@@ -161,6 +161,13 @@ class PipelineCoordinator:
             await stage_job.run(job_id, RequestCancel(by=by, reason=f"pipeline {pipeline.job_id} was cancelled"))
         except InvalidTransition as why:
             log.debug("stage job %s not cancelled: %s", job_id, why)
+
+
+def _described(action: Action) -> str:
+    """An action in a log line (without the stage's whole spec)."""
+    if isinstance(action, LaunchStage | SubmitStageJob):
+        return f"{type(action).__name__} {action.stage.name} as job {action.job_id}"
+    return repr(action)
 
 
 def _end(state: JobState, action: EndPipeline, now: object) -> JobSucceeded | JobFailed | JobStopped:
