@@ -128,7 +128,6 @@ class LogForwarder:
         command = _record(url, attempt, result, lines, final)
         return await record_attempt(job, command, attempt, result, final, self._settings, self._draw())
 
-
     async def _payload(self, state: JobState) -> tuple[list[dict[str, Any]], int]:
         """The logs to forward and their line count: the job's own, or a pipeline's stages' in launch order, each
         Log naming its ``stage``."""
