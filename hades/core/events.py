@@ -238,7 +238,7 @@ class StagesAdded(_Event):
 
     type: Literal["stages_added"] = "stages_added"
     stages: tuple[Stage, ...] = Field(description="the stages added, after those declared or added before")
-    by: str = Field(description="who added them: ``stage:<name>`` when the token's bearer said which stage it is")
+    by: str = Field(description="who added them: stage:<name> of the adding stage (stage:? when it did not say)")
 
 
 class StageEnded(_Event):
