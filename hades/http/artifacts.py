@@ -23,8 +23,9 @@ from hades.adapters.nats.artifacts import ArtifactStore
 from hades.core.artifacts import normal_path, object_name
 from hades.core.events import ArtifactsStored
 from hades.http.auth import basic_auth_guard
-from hades.http.jobs import is_job_id, not_found, pipeline_state
+from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
+from hades.http.stage_views import pipeline_state
 from hades.http.views import iso
 from hades.http.wire import GUARDED, JOB_NOT_FOUND, ArtifactList, Error, json_answer
 from hades.workers.artifacts import kept_files

@@ -14,14 +14,12 @@ from litestar.enums import MediaType
 from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from hades.core.events import JobSubmitted
-from hades.core.lifecycle import JobState, fold
+from hades.core.lifecycle import JobState
 from hades.core.logs import coalesce
-from hades.core.pipeline import PipelineProgress
 from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
-from hades.http.stage_views import pipeline_fields, pipeline_logs
+from hades.http.stage_views import follow_pipeline, pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, job_detail, parse_moment
 from hades.http.wire import (
     GUARDED,
@@ -143,13 +141,16 @@ async def get_logs(
     With ``?follow=true``: Server-Sent Events, one ``log`` event per batch as it is written (backlog first), then
     one ``end`` event with the job's final status once it has ended and all of its batches were sent. A client
     reconnecting with ``Last-Event-ID`` gets only the batches after that event.
+
+    A pipeline's are its stages' logs, stage by stage in launch order, each Log naming its ``stage``; following
+    one streams each stage in turn (without ``Last-Event-ID`` resumption), then the pipeline's ``end``.
     """
     services = _services(request)
     pipeline = await pipeline_state(services, job_id)
     if follow:
         resume = request.headers.get("last-event-id")
         if pipeline is not None:
-            return ServerSentEvent(_pipeline_follow(pipeline))
+            return ServerSentEvent(follow_pipeline(services, job_id))
         return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
         return Response(content={"logs": []})
@@ -157,23 +158,6 @@ async def get_logs(
         return Response(content={"logs": await pipeline_logs(services, pipeline)})
     batches = await services.logs.read(job_id)
     return Response(content={"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]})
-
-
-async def pipeline_state(services: ApiServices, job_id: str) -> JobState | None:
-    """The pipeline's whole state when ``job_id`` is a pipeline (one lookup of its first event otherwise)."""
-    first = await services.store.submitted(job_id) if is_job_id(job_id) else None
-    if first is None or not isinstance(first.event, JobSubmitted) or not first.event.spec.is_pipeline:
-        return None
-    return fold([r.event for r in await services.store.history(job_id)])
-
-
-async def _pipeline_follow(pipeline: JobState) -> AsyncGenerator[ServerSentEventMessage, None]:
-    """Following a pipeline's logs live is not done: say where to follow them instead."""
-    stages = [
-        {"stage": launch.name, "job_id": launch.job_id} for launch in (pipeline.progress or PipelineProgress()).launched
-    ]
-    message = "follow a pipeline's stages one by one: GET /jobs/<stage job id>/logs?follow=true"
-    yield ServerSentEventMessage(data=json.dumps({"error": message, "stages": stages}), event="error")
 
 
 async def _unknown(job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:

@@ -71,7 +71,14 @@ async def test_sequential_stages_pass_an_artifact_on_and_a_later_job_reads_it(
         assert [line["message"] for line in logs[0]["logs"]] == ["built"]
         assert [line["message"] for line in logs[1]["logs"]] == ["tested"]
         follow = await api.client.get(f"/jobs/{pid}/logs", params={"follow": "true"})
-        assert "event: error" in follow.text and rows["test"]["job_id"] in follow.text
+        frames = [f for f in follow.text.split("\r\n\r\n") if f.strip()]
+        kinds = [f.splitlines()[0] for f in frames]
+        assert set(kinds[:-1]) == {"event: log"} and kinds[-1] == "event: end"
+        data = [json.loads(f.splitlines()[1].removeprefix("data: ")) for f in frames]
+        stages_seen = [d["stage"] for d in data[:-1]]
+        assert stages_seen == sorted(stages_seen) and set(stages_seen) == {"build", "test"}  # build's first
+        lines = [line["message"] for d in data[:-1] for line in d["logs"] or ()]
+        assert lines == ["built", "tested"] and data[-1] == {"status": "Succeeded", "reason": None}
 
         async def listed() -> list[dict[str, Any]]:
             rows: list[dict[str, Any]] = (await api.client.get(f"/jobs/{pid}/artifacts")).json()["artifacts"]
@@ -130,11 +137,13 @@ async def test_a_dag_joins_and_a_failure_skips_only_its_dependents(start_hades: 
         ],
     }
     pid = await api.submit(dag)
+    live = await api.client.get(f"/jobs/{pid}/logs", params={"follow": "true"}, timeout=60)  # from its start
+    assert live.text.rstrip().splitlines()[-2:] == ["event: end", 'data: {"status": "Succeeded", "reason": null}']
     ended = await api.wait_terminal(pid)
     assert ended["status"] == "Succeeded", ended
     rows = {row["name"]: row for row in ended["stages"]}
     assert max(rows["a"]["launched_at"], rows["b"]["launched_at"]) <= rows["join"]["launched_at"]
-    assert min(rows["a"]["ended_at"], rows["b"]["ended_at"]) >= rows["a"]["launched_at"]
+    assert max(rows["a"]["ended_at"], rows["b"]["ended_at"]) <= rows["join"]["launched_at"]
 
     failing = {
         "name": "fails",
@@ -267,9 +276,18 @@ async def test_cancel_of_a_pipeline_stops_its_running_stage_and_skips_the_rest(
     assert (await api.client.get(f"/jobs/{stage_job_id(pid, 'never')}")).status_code == 404
     assert (await api.client.post(f"/jobs/{pid}/cancel")).status_code == 409
 
-    queued = await api.submit({"name": "queued", "stages": [stage("a", "true")]})
-    assert (await api.client.post(f"/jobs/{queued}/cancel")).status_code in (202, 409)
-    assert (await api.wait_terminal(queued))["status"] in ("Stopped", "Succeeded")
+
+async def test_a_pipeline_cancelled_before_its_first_stage_stops_at_once(
+    start_hades: StartHades, tmp_path: Path
+) -> None:
+    api = await process_hades(start_hades, tmp_path, Roles(api=True))  # no scheduler: nothing launches its stages
+    pid = await api.submit({"name": "queued", "stages": [stage("a", "true")]})
+    assert (await detail(api, pid))["status"] == "Queued"
+    cancelled = await api.client.post(f"/jobs/{pid}/cancel")
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "Stopped"
+    ended = await detail(api, pid)
+    assert ended["reason"] == "cancelled by api" and ended["stages"][0]["status"] == "Skipped"
+    assert (await api.client.get(f"/jobs/{stage_job_id(pid, 'a')}")).status_code == 404
 
 
 async def test_cancelling_a_stage_job_directly_skips_its_dependents(start_hades: StartHades, tmp_path: Path) -> None:

@@ -34,9 +34,9 @@ from hades.http.dashboard.session import COOKIE, InvalidSession, check_password,
 from hades.http.dashboard.summaries import job_detail, job_summary, metrics, recent_jobs, unknown_job
 from hades.http.deliveries import delivery_rows
 from hades.http.follow import Batch, Heartbeat, log_items
-from hades.http.jobs import is_job_id, pipeline_state, whole_job
+from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
-from hades.http.stage_views import pipeline_fields, pipeline_logs
+from hades.http.stage_views import pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, parse_moment
 from hades.http.wire import (
     CANCEL_REQUEST,
