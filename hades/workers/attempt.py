@@ -185,7 +185,7 @@ class AttemptRunner:
         if job.state.status.is_terminal:  # a job without steps ends as it starts
             return
         budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
-        phases = await self._executor.prepare(job.state)
+        phases = await self._executor.prepare(await self._as_run(job.state))  # a Pod takes its env here
         phases |= await self._place_inputs(job.state)
         await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
         for index in range(len(job.state.spec.steps)):
