@@ -152,7 +152,8 @@ class Settings(BaseSettings):
     api_url: str | None = Field(
         default=None,
         validation_alias="HADES_API_URL",
-        description="where the CLI finds a running Hades; unset: http://localhost:$API_PORT",
+        description="where the CLI finds a running Hades, and what executors give pipeline stages as their "
+        "HADES_API_URL; unset: http://localhost:$API_PORT",
     )
     max_request_bytes: int = Field(
         default=1024 * 1024,
@@ -344,6 +345,22 @@ class Settings(BaseSettings):
     )
     artifact_fetch_timeout: float = Field(
         default=60.0, gt=0, validation_alias="ARTIFACT_FETCH_TIMEOUT", description="seconds to fetch one URL input"
+    )
+
+    # pipelines (docs/pipelines.md)
+    max_pipeline_stages: int = Field(
+        default=50,
+        ge=1,
+        validation_alias="MAX_PIPELINE_STAGES",
+        description="stages one pipeline may have, declared plus added by its stages",
+    )
+    pipeline_token_key: str = Field(
+        default="",
+        repr=False,
+        json_schema_extra=SECRET,
+        validation_alias="HADES_PIPELINE_TOKEN_KEY",
+        description="the key that signs pipelines' tokens (API and executors alike); empty: one generated once and "
+        "kept in KV HADES_SECRETS",
     )
 
     # operator (`hades operator`): BuildJobs reconciled into Pods in K8S_NAMESPACE; MAX_PARALLELISM 0 means 100

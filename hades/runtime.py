@@ -31,6 +31,7 @@ from hades.adapters.nats.connection import UNAVAILABLE, connect, connect_options
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.pipeline_tokens import StageEnvironment, token_key
 from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.snapshots import SnapshotStore
@@ -56,6 +57,7 @@ from hades.workers.artifacts import Artifacts
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
+from hades.workers.pipelines import PipelineCoordinator, pipelines_router
 from hades.workers.scheduler import scheduler_router
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
 from hades.workers.webhooks import WebhookSender, WebhookSettings, webhook_router
@@ -160,9 +162,11 @@ async def _serve(
             broker = NatsBroker(**connect_options(nats_url, *credentials), logger=broker_log, log_level=logging.DEBUG)
             if roles.scheduler:
                 projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
-                watchdog = _watchdog(settings, nc, store, clock, views.jobs)
+                coordinator = PipelineCoordinator(store, clock)
+                watchdog = _watchdog(settings, nc, store, clock, views.jobs, coordinator)
                 tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
-                broker.include_router(scheduler_router(store, clock, tracing.tracer, Pools(nc)))
+                broker.include_router(scheduler_router(store, clock, tracing.tracer, Pools(nc), coordinator))
+                broker.include_router(pipelines_router(coordinator))
             if roles.notifier:
                 broker.include_router(_notifier(settings, nc, store, clock, stack))
                 broker.include_router(webhook_router(_webhooks(settings, store, clock, stack)))
@@ -175,9 +179,12 @@ async def _serve(
         operating = _operator(settings, nc, store, clock, tracing) if roles.operator else None
         tasks += [asyncio.create_task(operating, name="operator")] if operating is not None else []
         if roles.api:
+            key = await token_key(nc, settings.pipeline_token_key)  # checks the tokens of POST /jobs/{id}/stages
             webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
             dashboard = _dashboard(dashboard_config, views, projections, clock)
-            api = _api(settings, nc, store, clock, views, projections, webhooks, dashboard, tracing, metrics.registry)
+            api = _api(
+                settings, nc, store, clock, views, projections, webhooks, dashboard, tracing, metrics.registry, key
+            )
             tasks.append(api)
         if roles.logmanager:
             tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
@@ -235,8 +242,18 @@ async def _executor(
     artifacts = Artifacts(
         ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
     )
+    stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)
     runner = AttemptRunner(
-        engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics, labels, artifacts
+        engine,
+        logs.writer,
+        settings.executor_id,
+        store.watch,
+        limits,
+        tracing.tracer,
+        metrics,
+        labels,
+        artifacts,
+        stage_env,
     )
     options = ExecutorOptions(
         executor_id=settings.executor_id,
@@ -392,14 +409,21 @@ def _webhooks(
     return WebhookSender(store, clock, delivery.post_json, options)
 
 
-def _watchdog(settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, view: JobsView) -> Watchdog:
+def _watchdog(
+    settings: Settings,
+    nc: Client,
+    store: NatsEventStore,
+    clock: SystemClock,
+    view: JobsView,
+    pipelines: PipelineCoordinator,
+) -> Watchdog:
     policy = WatchdogPolicy(
         max_attempts=settings.max_attempts,
         aging_seconds=settings.priority_aging_seconds,
         interval=settings.watchdog_seconds,
         unschedulable_timeout=settings.unschedulable_timeout,
     )
-    return Watchdog(store, clock, view, Heartbeats(nc), policy)
+    return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines)
 
 
 def _dashboard(
@@ -424,6 +448,7 @@ def _api(
     dashboard: Dashboard | None = None,
     tracing: Tracing = TRACING_OFF,
     registry: CollectorRegistry | None = None,
+    pipeline_key: bytes = b"",
     log_manager: bool = False,
 ) -> asyncio.Task[None]:
     services = ApiServices(
@@ -438,6 +463,8 @@ def _api(
         webhooks=webhooks,
         tracer=tracing.tracer,
         registry=registry,
+        pipeline_token_key=pipeline_key,
+        max_pipeline_stages=settings.max_pipeline_stages,
     )
     config = uvicorn.Config(
         create_app(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,6 +74,15 @@ class AsyncHades:
     async def cancel(self, job_id: str, reason: str = "") -> CancelAccepted:
         """Ask the job to stop; 409 (``HadesClientError``) when it has ended already."""
         return await self._send(calls.cancel(job_id, reason))
+
+    async def add_stages(
+        self, pipeline_id: str, stages: list[Any], token: str | None = None, stage: str | None = None
+    ) -> dict[str, Any]:
+        """Add stages to a running pipeline (from inside one of its stages: the token and the adding stage default to
+        ``HADES_PIPELINE_TOKEN`` and ``HADES_STAGE``); the answer names the stages added."""
+        token = token if token is not None else os.environ.get("HADES_PIPELINE_TOKEN", "")
+        stage = stage if stage is not None else os.environ.get("HADES_STAGE")
+        return await self._send(calls.add_stages(pipeline_id, stages, token, stage))
 
     async def deliveries(self, job_id: str) -> Deliveries:
         """Every attempt to tell the client about the job (webhook and logs), oldest first."""

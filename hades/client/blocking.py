@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,6 +77,15 @@ class Hades:
     def cancel(self, job_id: str, reason: str = "") -> CancelAccepted:
         """Ask the job to stop; 409 (``HadesClientError``) when it has ended already."""
         return self._send(calls.cancel(job_id, reason))
+
+    def add_stages(
+        self, pipeline_id: str, stages: list[Any], token: str | None = None, stage: str | None = None
+    ) -> dict[str, Any]:
+        """Add stages to a running pipeline (from inside one of its stages: the token and the adding stage default to
+        ``HADES_PIPELINE_TOKEN`` and ``HADES_STAGE``); the answer names the stages added."""
+        token = token if token is not None else os.environ.get("HADES_PIPELINE_TOKEN", "")
+        stage = stage if stage is not None else os.environ.get("HADES_STAGE")
+        return self._send(calls.add_stages(pipeline_id, stages, token, stage))
 
     def deliveries(self, job_id: str) -> Deliveries:
         """Every attempt to tell the client about the job (webhook and logs), oldest first."""

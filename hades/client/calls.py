@@ -158,6 +158,20 @@ def cancel(job_id: str, reason: str) -> Call[CancelAccepted]:
     return Call("POST", path, lambda answer: cast("CancelAccepted", answer), 202, body, headers)
 
 
+def add_stages(
+    pipeline_id: str, stages: bytes | list[Any], token: str, stage: str | None = None
+) -> Call[dict[str, Any]]:
+    """``POST /jobs/{id}/stages`` with the pipeline's token: ``stages`` is the body's bytes (``{"stages": [...]}``)
+    or the list of stages; ``stage`` names the adding stage."""
+    if isinstance(stages, bytes):
+        body = stages
+    else:
+        body = json.dumps({"stages": stages, **({"stage": stage} if stage else {})}).encode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    path = job_path(pipeline_id, "/stages")
+    return Call("POST", path, lambda answer: cast("dict[str, Any]", answer), 202, body, headers)
+
+
 def deliveries(job_id: str) -> Call[Deliveries]:
     return Call("GET", job_path(job_id, "/deliveries"), lambda answer: cast("Deliveries", answer))
 

@@ -1,4 +1,5 @@
-"""The CLI's client commands (``submit``, ``status``, ``logs``, ``cancel``, ``events``, ``timing``), on ``Hades``.
+"""The CLI's client commands (``submit``, ``status``, ``logs``, ``cancel``, ``events``, ``timing``, and ``stages add``
+from inside a pipeline's stage), on ``Hades``.
 
 Exit codes a script can rely on:
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +60,16 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     cancel.add_argument("--reason", default="", help="why, recorded in the job's history")
     command("events", "print a job's history", _events)
     command("timing", "where a job's time went, phase by phase", _timing)
+    stages = commands.add_parser("stages", help="a pipeline's stages (docs/pipelines.md)")
+    verbs = stages.add_subparsers(dest="stages_verb", required=True)
+    add_help = (
+        "from inside a pipeline's stage: add the stages in FILE to its pipeline (HADES_API_URL, HADES_PIPELINE_ID, "
+        "HADES_PIPELINE_TOKEN and HADES_STAGE are read from the environment the stage gets)"
+    )
+    add = verbs.add_parser("add", help=add_help, description=add_help, epilog=EXIT_CODES)
+    add.add_argument("file", type=Path, help='{"stages": [...]} or a list of stages, as JSON; - for standard input')
+    add.add_argument("--json", action="store_true", help="print JSON for scripts")
+    add.set_defaults(handler=_talking_to_hades(_add_stages))
 
 
 def _talking_to_hades(handler: Handler) -> Handler:
@@ -98,6 +110,27 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(job_id, flush=True)
         return _follow(hades, job_id, args.json) if args.follow else OK
+
+
+def _add_stages(args: argparse.Namespace, settings: Settings) -> int:
+    pipeline_id, token = os.environ.get("HADES_PIPELINE_ID", ""), os.environ.get("HADES_PIPELINE_TOKEN", "")
+    if not pipeline_id or not token:
+        print("hades: HADES_PIPELINE_ID and HADES_PIPELINE_TOKEN are not set: run this inside a stage", file=sys.stderr)
+        return REFUSED
+    try:
+        raw = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
+        body = json.loads(raw)
+    except (OSError, ValueError) as error:
+        print(f"hades: {error}", file=sys.stderr)
+        return REFUSED
+    stages = body.get("stages") if isinstance(body, dict) else body
+    with Hades(settings.client_api_url, "") as hades:  # the pipeline's token, not AUTH_KEY
+        answer = hades.add_stages(pipeline_id, stages if isinstance(stages, list) else [], token)
+    if args.json:
+        _print_json(answer)
+    else:
+        print(f"added to pipeline {pipeline_id}: {', '.join(answer['stages'])}", flush=True)
+    return OK
 
 
 def _logs(args: argparse.Namespace, settings: Settings) -> int:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hades.core.artifacts import SkippedArtifact, StoredArtifact
 from hades.core.spec import JobSpec, Priority
+from hades.core.stages import Stage
 
 
 class StepOutcome(StrEnum):
@@ -37,13 +38,25 @@ class _Event(BaseModel):
         return str(getattr(self, "type"))  # noqa: B009 - every concrete event declares ``type``
 
 
+class PipelineRef(BaseModel):
+    """The pipeline a stage's job belongs to, and the stage it runs."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str = Field(description="the pipeline's job id")
+    stage: str = Field(description="the stage's name")
+
+
 class JobSubmitted(_Event):
-    """A client's job was accepted: the validated spec as submitted, with its id."""
+    """A client's job was accepted: the validated spec as submitted, with its id.
+
+    ``pipeline`` is set on the job a pipeline's stage runs as (appended by the scheduler that launched it)."""
 
     type: Literal["submitted"] = "submitted"
     spec: JobSpec
     priority: Priority
     submitted_by: str | None = None
+    pipeline: PipelineRef | None = Field(default=None, description="the pipeline and stage this job runs, if any")
 
 
 class JobQueued(_Event):
@@ -210,6 +223,33 @@ class ArtifactsStored(_Event):
     skipped: tuple[SkippedArtifact, ...] = ()
 
 
+class StageLaunched(_Event):
+    """A pipeline's stage was started: its job ``stage_job_id`` (``uuid5(pipeline id, stage)``) is submitted right
+    after this event. Appended to the pipeline with the concurrency check, so two schedulers never both launch it;
+    the first launch moves the pipeline to Running."""
+
+    type: Literal["stage_launched"] = "stage_launched"
+    stage: str = Field(description="the stage's name")
+    stage_job_id: str = Field(description="the id of the job the stage runs as")
+
+
+class StagesAdded(_Event):
+    """A running stage added stages to its pipeline (``POST /jobs/{id}/stages`` with the pipeline's token)."""
+
+    type: Literal["stages_added"] = "stages_added"
+    stages: tuple[Stage, ...] = Field(description="the stages added, after those declared or added before")
+    by: str = Field(description="who added them: stage:<name> of the adding stage (stage:? when it did not say)")
+
+
+class StageEnded(_Event):
+    """A launched stage's job ended; the pipeline records how, then decides what runs next."""
+
+    type: Literal["stage_ended"] = "stage_ended"
+    stage: str = Field(description="the stage's name")
+    status: str = Field(description="how its job ended: Succeeded, Failed or Stopped")
+    reason: str | None = Field(default=None, description="its job's reason, if it gave one")
+
+
 Event = Annotated[
     JobSubmitted
     | JobQueued
@@ -227,7 +267,10 @@ Event = Annotated[
     | LogsForwardFailed
     | WebhookDelivered
     | WebhookFailed
-    | ArtifactsStored,
+    | ArtifactsStored
+    | StageLaunched
+    | StagesAdded
+    | StageEnded,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = frozenset({"succeeded", "failed", "stopped"})

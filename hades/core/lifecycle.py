@@ -48,12 +48,16 @@ from hades.core.events import (
     JobSucceeded,
     LogsForwarded,
     LogsForwardFailed,
+    StageEnded,
+    StageLaunched,
+    StagesAdded,
     StepFinished,
     StepOutcome,
     StepStarted,
     WebhookDelivered,
     WebhookFailed,
 )
+from hades.core.pipeline import PipelineEventError, PipelineProgress, evolve_pipeline
 from hades.core.reasons import MAX_REASON_CHARS, cap_reason
 from hades.core.spec import Priority
 from hades.core.state import AttemptRun, JobState, Status, StepState, StepStatus, replace
@@ -106,6 +110,8 @@ def evolve(state: JobState | None, event: Event) -> JobState:
             status=Status.QUEUED,
             submitted_at=event.at,
             events=1,
+            pipeline=event.pipeline,
+            progress=PipelineProgress() if event.spec.is_pipeline else None,
         )
     if state is None:
         raise InvalidTransition(f"job {event.job_id}: {event.type} before submitted")
@@ -158,6 +164,8 @@ def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:  # noqa
             return replace(evolve_delivery(state, event), events=n)
         case ArtifactsStored():
             return replace(state, events=n)  # the list is read from the history; the status stays
+        case StageLaunched() | StagesAdded() | StageEnded():
+            return _pipeline_moved(state, event, n)
         case _:
             assert_never(event)
 
@@ -178,6 +186,19 @@ def _started(state: JobState, event: JobStarted, n: int) -> JobState:
         reason=None,
         events=n,
     )
+
+
+def _pipeline_moved(state: JobState, event: StageLaunched | StagesAdded | StageEnded, n: int) -> JobState:
+    """A pipeline's own event; the first stage launched makes it Running."""
+    if state.progress is None or state.status.is_terminal:
+        raise InvalidTransition(f"job {state.job_id}: {event.type} on a job that is not a running pipeline")
+    try:
+        progress = evolve_pipeline(state.progress, state.spec, event)
+    except PipelineEventError as error:
+        raise InvalidTransition(f"pipeline {state.job_id}: {error}") from error
+    if isinstance(event, StageLaunched) and state.status is Status.QUEUED:
+        return replace(state, progress=progress, status=Status.RUNNING, started_at=event.at, events=n)
+    return replace(state, progress=progress, events=n)
 
 
 def _placement_marked(state: JobState, event: JobMarkedUnschedulable | JobMarkedSchedulable, n: int) -> JobState:
@@ -292,7 +313,7 @@ def conclusion(state: JobState, now: datetime) -> JobSucceeded | JobFailed | Job
     """
     if state.status is Status.QUEUED and state.cancel_requested_by is not None:
         return JobStopped(job_id=state.job_id, at=now, attempt=state.attempt, reason=cancel_reason(state))
-    if state.status is not Status.RUNNING:
+    if state.status is not Status.RUNNING or state.progress is not None:  # a pipeline's end is the reconcile's
         return None
     for step, spec in zip(state.steps, state.spec.steps, strict=True):
         if step.status is StepStatus.FAILED and not spec.continue_on_error:
@@ -316,6 +337,8 @@ def _queued(state: JobState, now: datetime, attempt: int, priority: Priority, re
 
 
 def _queue(state: JobState, now: datetime) -> JobQueued:
+    if state.progress is not None:
+        raise InvalidTransition(f"job {state.job_id} is a pipeline: its stages are queued, never itself")
     if not state.awaiting_queue:
         raise InvalidTransition(f"job {state.job_id} is queued already (attempt {state.attempt})")
     return _queued(state, now, state.attempt + 1, state.priority, None)

@@ -16,16 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
-    StrictBool,
-    StrictInt,
     StrictStr,
     ValidationError,
     field_serializer,
@@ -48,7 +44,9 @@ from hades.core.constraints import (
     resources_problem,
 )
 from hades.core.errors import SpecError
-from hades.core.memory import INT64_MAX, INT64_MIN, MemoryFormatError, parse_memory
+from hades.core.memory import MemoryFormatError, parse_memory
+from hades.core.stages import Stage, stages_problem
+from hades.core.steps import GoStruct, Int64, Metadata, Step
 from hades.core.urls import validate_callback_url
 
 __all__ = [
@@ -60,6 +58,7 @@ __all__ = [
     "Step",
     "is_valid_network",
     "parse_job_request",
+    "parse_stages_request",
     "validate_callback_url",
     "validate_job_spec",
 ]
@@ -68,7 +67,6 @@ __all__ = [
 MAX_TIMEOUT_SECONDS = 9223372036
 #: The body of every 400 caused by a body that does not decode into the job structs.
 INVALID_JSON_BODY = "Invalid JSON body"
-_UINT64_MAX = 2**64 - 1
 _INVALID_NETWORK = "invalid network mode: must be none, bridge, host, default, or a valid network name"
 
 
@@ -144,69 +142,34 @@ def _go_zone(zone: str) -> timezone:
     return timezone(-offset if zone[0] == "-" else offset)
 
 
-_Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
-_UInt64 = Annotated[StrictInt, Field(ge=0, le=_UINT64_MAX)]
-_Metadata = dict[StrictStr, StrictStr]
-
-
-# -- models --------------------------------------------------------------------------------------------------
-
-
-class _GoStruct(BaseModel):
-    """The models validate in pydantic's core alone (no Python validators), so the events that carry a spec decode
-    fast; Go's reading of a request body (nulls, UUID and time forms, repeated keys) is ``parse_job_request``'s."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class Step(_GoStruct):
-    """One container run of a job, with the Go field names and types."""
-
-    id: _Int64 = 0
-    name: StrictStr = ""
-    image: StrictStr = ""
-    script: StrictStr = ""
-    continue_on_error: StrictBool = False
-    metadata: _Metadata = Field(default_factory=dict)
-    cpu_limit: _UInt64 = 0
-    memory_limit: StrictStr = ""
-    network: StrictStr = ""
-    memory_swap: StrictStr = ""
-    pids_limit: _Int64 = 0
-
-    @property
-    def memory_bytes(self) -> int | None:
-        """The memory limit in bytes; None when it is empty or does not parse (Go: no limit)."""
-        return _bytes_or_none(self.memory_limit)
-
-    @property
-    def memory_swap_bytes(self) -> int | None:
-        """The memory+swap limit in bytes; None when it is empty or does not parse (Go: no limit)."""
-        return _bytes_or_none(self.memory_swap)
-
-
-class JobSpec(_GoStruct):
+class JobSpec(GoStruct):
     """A job as submitted (Go's RESTPayload): its steps run in array order.
 
     ``constraints`` and ``resources`` are ours (executor pools, ``hades.core.constraints``), and so are
-    ``artifacts``, ``artifacts_when`` and ``inputs`` (``hades.core.artifacts``); Go clients never send them, and a
-    job without them is stored exactly as before.
+    ``artifacts``, ``artifacts_when`` and ``inputs`` (``hades.core.artifacts``), and ``stages`` (a pipeline,
+    ``hades.core.stages``); Go clients never send them, and a job without them is stored exactly as before.
     """
 
     id: UUID | None = None
     name: StrictStr = ""
     timestamp: AwareDatetime | None = None
-    metadata: _Metadata = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     steps: tuple[Step, ...] = ()
     callback_url: StrictStr = ""
     status_callback_url: StrictStr = ""
-    timeout_seconds: _Int64 = 0
-    priority: _Int64 = 3
+    timeout_seconds: Int64 = 0
+    priority: Int64 = 3
     constraints: tuple[Constraint, ...] = Field(default=(), exclude_if=lambda value: not value)
     resources: Resources | None = Field(default=None, exclude_if=lambda value: value is None)
     artifacts: tuple[StrictStr, ...] = Field(default=(), exclude_if=lambda value: not value)
     artifacts_when: ArtifactsWhen = Field(default=ArtifactsWhen.ALWAYS, exclude_if=lambda v: v == ArtifactsWhen.ALWAYS)
     inputs: tuple[Input, ...] = Field(default=(), exclude_if=lambda value: not value)
+    stages: tuple[Stage, ...] = Field(default=(), exclude_if=lambda value: not value)
+
+    @property
+    def is_pipeline(self) -> bool:
+        """A pipeline: its stages run as jobs of their own (``hades.core.stages``); it is never queued itself."""
+        return bool(self.stages)
 
     @property
     def priority_name(self) -> Priority:
@@ -222,15 +185,6 @@ class JobSpec(_GoStruct):
     def _id_as_text(self, value: object) -> str | None:
         """Write the id as text even if it was set (via model_copy) to a plain string."""
         return None if value is None else str(value)
-
-
-def _bytes_or_none(limit: str) -> int | None:
-    if not limit:
-        return None
-    try:
-        return parse_memory(limit)
-    except MemoryFormatError:
-        return None
 
 
 # -- decoding, as encoding/json decodes into the Go structs --------------------------------------------------
@@ -249,7 +203,10 @@ _FOLD = str.maketrans(
     {chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)}
     | {"\u017f": "S", "\u212a": "K", "\u0130": "I", "\u0131": "I"}
 )
-_FOLDED_FIELDS = {model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step)}
+_FOLDED_FIELDS = {
+    model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step, Stage)
+}
+_Model = type[JobSpec] | type[Step] | type[Stage]
 
 
 def _bind_error() -> SpecError:
@@ -277,14 +234,14 @@ def _load_json(body: bytes) -> Any:
         raise _bind_error() from exc
 
 
-def _field_name(model: type[JobSpec] | type[Step], key: str) -> str | None:
+def _field_name(model: _Model, key: str) -> str | None:
     """The field a JSON key sets: an exact match first, else a case-insensitive one, as in Go."""
     if key in model.model_fields:
         return key
     return _FOLDED_FIELDS[model].get(key.translate(_FOLD))
 
 
-def _decode_struct(model: type[JobSpec] | type[Step], value: Any, into: dict[str, Any]) -> dict[str, Any]:
+def _decode_struct(model: _Model, value: Any, into: dict[str, Any]) -> dict[str, Any]:
     """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top."""
     if not isinstance(value, _JSONObject):
         raise _bind_error()
@@ -297,7 +254,7 @@ def _decode_struct(model: type[JobSpec] | type[Step], value: Any, into: dict[str
     return decoded
 
 
-def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, current: Any) -> Any:
+def _decode_field(model: _Model, name: str, value: Any, current: Any) -> Any:
     if name == "metadata":
         return _decode_metadata(value, current or {})
     if name == "steps":
@@ -306,6 +263,10 @@ def _decode_field(model: type[JobSpec] | type[Step], name: str, value: Any, curr
         return _decode_constraints(value)
     if name == "resources":
         return _decode_resources(value)
+    if name == "stages" and model is JobSpec:
+        return _decode_stages(value)
+    if name == "needs" and model is Stage:
+        return _decode_needs(value)
     if name in _ARTIFACT_DECODERS:
         return _ARTIFACT_DECODERS[name](value)
     try:  # a scalar: Go's reading of ids and times, then the model's own field definition
@@ -387,6 +348,22 @@ def _decode_resources(value: Any) -> dict[str, Any]:
     return fields
 
 
+_STAGES_SHAPE = 'must be a list of objects such as {"name": "build", "steps": [...], "needs": []}'
+
+
+def _decode_stages(value: Any) -> list[dict[str, Any]]:
+    """``stages`` (ours): a list of objects, each decoded as the job's own fields are, plus ``name`` and ``needs``."""
+    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+        raise SpecError(f"Invalid stages: {_STAGES_SHAPE}")
+    return [_decode_struct(Stage, item, {}) for item in value]
+
+
+def _decode_needs(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SpecError('Invalid needs: must be a list of stage names, such as ["build"]')
+    return list(value)
+
+
 _ARTIFACT_DECODERS: dict[str, Callable[[Any], Any]] = {
     "artifacts": decode_artifacts,
     "artifacts_when": decode_when,
@@ -402,6 +379,25 @@ def _decode_job(body: bytes) -> JobSpec:
         return JobSpec.model_validate(fields)
     except ValidationError as exc:
         raise _bind_error() from exc
+
+
+def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
+    """Decode a ``POST /jobs/{id}/stages`` body: ``{"stages": [...], "stage": "<the adding stage>"}``; the stages
+    decode as a pipeline's do. Raises SpecError naming the problem (the checks against the pipeline come later)."""
+    raw = _load_json(body)
+    if not isinstance(raw, _JSONObject):
+        raise SpecError(f'Invalid body: must be an object such as {{"stages": [...]}}; stages {_STAGES_SHAPE}')
+    members = {key.lower(): value for key, value in raw.members}
+    by = members.get("stage")
+    if by is not None and not isinstance(by, str):
+        raise SpecError("Invalid stage: must be the adding stage's name (its HADES_STAGE)")
+    decoded = _decode_stages(members.get("stages"))
+    if not decoded:
+        raise SpecError("Invalid stages: name at least one stage to add")
+    try:
+        return tuple(Stage.model_validate(fields) for fields in decoded), by
+    except ValidationError as error:
+        raise _bind_error() from error
 
 
 # -- validation, in the Go order -----------------------------------------------------------------------------
@@ -426,7 +422,7 @@ def validate_job_spec(spec: JobSpec) -> str | None:
 
     The order is Go's: the name, the timeout, then each step in array order, then the callback URL; the
     job-status webhook's URL (ours, not Go's) is checked like the callback URL; the constraints and resources,
-    then the artifacts and inputs (ours too) come last.
+    then the artifacts and inputs, then a pipeline's stages (ours too) come last.
     """
     if not spec.name:
         return 'Invalid request payload: "name" is required'
@@ -446,7 +442,20 @@ def validate_job_spec(spec: JobSpec) -> str | None:
         constraints_problem(spec.constraints)
         or resources_problem(spec.resources)
         or artifacts_problem(spec.artifacts, spec.inputs)
+        or _pipeline_problem(spec)
     )
+
+
+def _pipeline_problem(spec: JobSpec) -> str | None:
+    """A pipeline's problems (ours): steps or stages, not both; artifacts and inputs belong to its stages."""
+    if not spec.stages:
+        return None
+    if spec.steps:
+        return "Invalid stages: a job has steps or stages, not both"
+    if spec.artifacts or spec.inputs:
+        field = "artifacts" if spec.artifacts else "inputs"
+        return f"Invalid {field}: a pipeline keeps and reads artifacts in its stages; declare {field} there"
+    return stages_problem(spec, spec.stages, validate_job_spec)
 
 
 def _step_problem(step: Step) -> str | None:

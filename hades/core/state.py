@@ -8,6 +8,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from hades.core.events import PipelineRef
+from hades.core.pipeline import PipelineProgress
 from hades.core.spec import JobSpec, Priority
 
 _T = TypeVar("_T", "JobState", "StepState")
@@ -86,6 +88,8 @@ class JobState:
     executor_labels: dict[str, str] | None = None  # the labels the current attempt's executor advertised
     runs: tuple[AttemptRun, ...] = ()  # every attempt an executor took, oldest first
     unschedulable_since: datetime | None = None  # while no live executor can take the queued attempt
+    pipeline: PipelineRef | None = None  # the pipeline and stage a stage's job runs
+    progress: PipelineProgress | None = None  # a pipeline's stages: added, launched, ended
 
     @property
     def name(self) -> str:

@@ -23,6 +23,7 @@ from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.openapi import PATH as OPENAPI_PATH
 from hades.http.openapi import openapi_config
+from hades.http.pipelines import add_stages
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
 from hades.http.wire import Pong, json_answer
@@ -81,6 +82,7 @@ API_ROUTES = [
     redeliver_webhook,
     list_artifacts,
     download_artifact,
+    add_stages,
     health,
 ]
 #: The Go Hades's Log Manager, alone (``hades logmanager``), for deployments that split it out.

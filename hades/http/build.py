@@ -11,6 +11,7 @@ from litestar.datastructures import State
 from litestar.enums import MediaType
 from opentelemetry.trace import StatusCode
 
+from hades.core.artifacts import Input
 from hades.core.errors import EventTooLarge, HadesError, SpecError
 from hades.core.lifecycle import SubmitJob, decide
 from hades.core.spec import JobSpec, parse_job_request
@@ -48,6 +49,9 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
         spec = parse_job_request(await request.body())
     except SpecError as error:
         return _text(400, str(error))
+    stages, limit = len(spec.stages), services.max_pipeline_stages
+    if stages > limit:
+        return _text(400, f"Invalid stages: a pipeline has at most {limit} stages (MAX_PIPELINE_STAGES), not {stages}")
     refused = refused_callback(spec, services.callbacks)
     if refused is not None:
         return _text(400, refused)
@@ -77,7 +81,20 @@ def refused_callback(spec: JobSpec, policy: CallbackPolicy) -> str | None:
         reason = policy.host_refusal(callback_host(url)) if url and policy.restricts else None
         if reason is not None:
             return f"Invalid {field}: {reason}"
-    for index, item in enumerate(spec.inputs):  # fetching an input is an outbound request just like a callback
+    return inputs_refused(spec.inputs, policy) or next(
+        (
+            f"Invalid stages[{at}].{refused.removeprefix('Invalid ')}"
+            for at, stage in enumerate(spec.stages)
+            if (refused := inputs_refused(stage.inputs, policy)) is not None
+        ),
+        None,
+    )
+
+
+def inputs_refused(inputs: tuple[Input, ...], policy: CallbackPolicy) -> str | None:
+    """The 400 body when an input URL points where the callback policy forbids (fetching an input is an outbound
+    request just like a callback)."""
+    for index, item in enumerate(inputs):
         reason = policy.host_refusal(callback_host(item.source)) if item.is_url and policy.restricts else None
         if reason is not None:
             return f"Invalid inputs[{index}]: {reason.replace('callback URL', 'input URL')}"

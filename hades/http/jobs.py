@@ -19,6 +19,7 @@ from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
+from hades.http.stage_views import follow_pipeline, pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, job_detail, parse_moment
 from hades.http.wire import (
     GUARDED,
@@ -87,7 +88,7 @@ async def get_job(
     found = await whole_job(services, job_id, moment)
     if found is None:
         return not_found(job_id)
-    return Response(content=job_detail(*found))
+    return Response(content={**job_detail(*found), **pipeline_fields(services, found[0])})
 
 
 async def whole_job(
@@ -140,13 +141,21 @@ async def get_logs(
     With ``?follow=true``: Server-Sent Events, one ``log`` event per batch as it is written (backlog first), then
     one ``end`` event with the job's final status once it has ended and all of its batches were sent. A client
     reconnecting with ``Last-Event-ID`` gets only the batches after that event.
+
+    A pipeline's are its stages' logs, stage by stage in launch order, each Log naming its ``stage``; following
+    one streams each stage in turn (without ``Last-Event-ID`` resumption), then the pipeline's ``end``.
     """
     services = _services(request)
+    pipeline = await pipeline_state(services, job_id)
     if follow:
         resume = request.headers.get("last-event-id")
+        if pipeline is not None:
+            return ServerSentEvent(follow_pipeline(services, job_id))
         return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
         return Response(content={"logs": []})
+    if pipeline is not None:
+        return Response(content={"logs": await pipeline_logs(services, pipeline)})
     batches = await services.logs.read(job_id)
     return Response(content={"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]})
 

@@ -39,7 +39,12 @@ def openapi_config(debug: bool = False) -> OpenAPIConfig:
         render_plugins=plugins,
         components=Components(
             security_schemes={
-                "basic": SecurityScheme(type="http", scheme="basic", description="user hades, password AUTH_KEY")
+                "basic": SecurityScheme(type="http", scheme="basic", description="user hades, password AUTH_KEY"),
+                "pipeline_token": SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    description="a pipeline's token, as its stages get it in HADES_PIPELINE_TOKEN",
+                ),
             },
         ),
         use_handler_docstrings=True,

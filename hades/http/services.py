@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from hades.adapters.nats.artifacts import ArtifactStore
 from hades.core.ports import Clock, EventStore, LogStore
+from hades.core.stages import DEFAULT_MAX_STAGES
 from hades.core.urls import CallbackPolicy
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
@@ -31,6 +32,8 @@ class ApiServices:
     registry: CollectorRegistry | None = None  # the process's own metrics, rendered on /metrics with the views'
     callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)  # where a job's callback URLs may point
     artifacts: ArtifactStore | None = None  # the jobs' kept files; None where the API serves none
+    pipeline_token_key: bytes = b""  # signs pipelines' tokens; empty: POST /jobs/{id}/stages refuses every token
+    max_pipeline_stages: int = DEFAULT_MAX_STAGES  # declared plus added stages of one pipeline
 
     @property
     def jobs(self) -> JobsView:

@@ -9,7 +9,7 @@ handlers, the schema tests check these against the handlers' real answers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from litestar.enums import MediaType
 from litestar.openapi.datastructures import ResponseSpec
@@ -119,6 +119,36 @@ class JobDetail(TypedDict):
     logs_delivery: str | None
     webhook_delivery: str | None
     timing: dict[str, Any] | None
+    stages: NotRequired[list[StageRow]]
+    pipeline: NotRequired[PipelineOfStage]
+
+
+class StageRow(TypedDict):
+    """One stage of a pipeline's ``GET /jobs/{id}`` (docs/pipelines.md); ``status`` is Pending, Skipped, its job's
+    status while it runs, then how it ended."""
+
+    name: str
+    needs: list[str]
+    job_id: str | None
+    status: str
+    reason: str | None
+    launched_at: str | None
+    ended_at: str | None
+
+
+class PipelineOfStage(TypedDict):
+    """A stage's job's ``GET /jobs/{id}``: the pipeline and stage it runs."""
+
+    id: str
+    stage: str
+
+
+class StagesAccepted(TypedDict):
+    """``POST /jobs/{id}/stages`` 202: the stages added and the pipeline's status."""
+
+    job_id: str
+    stages: list[str]
+    status: str
 
 
 class LogLine(TypedDict):
@@ -135,6 +165,7 @@ class Log(TypedDict):
     job_id: str
     container_id: str
     logs: list[LogLine] | None
+    stage: NotRequired[str]
 
 
 class Logs(TypedDict):
@@ -352,6 +383,34 @@ JOB_PAYLOAD = Schema(
                 ]
             ),
         ),
+    },
+)
+
+STAGE = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["name", "steps"],
+    description="One stage of a pipeline (docs/pipelines.md): a job's own fields, run as a job of its own.",
+    properties={
+        "name": Schema(type=OpenAPIType.STRING, pattern="^[a-z0-9][a-z0-9_-]{0,62}$", description="unique"),
+        "needs": Schema(
+            type=OpenAPIType.ARRAY,
+            items=Schema(type=OpenAPIType.STRING),
+            description="stages declared before it that must succeed first; absent: the stage before; []: none",
+        ),
+        "steps": Schema(type=OpenAPIType.ARRAY, items=STEP),
+        **{name: JOB_PAYLOAD.properties[name] for name in ("metadata", "timeout_seconds", "priority")},  # type: ignore[index]
+        **{name: JOB_PAYLOAD.properties[name] for name in ("artifacts", "artifacts_when", "inputs")},  # type: ignore[index]
+    },
+)
+JOB_PAYLOAD.properties["stages"] = Schema(  # type: ignore[index]
+    type=OpenAPIType.ARRAY, items=STAGE, description="a pipeline: stages instead of steps (docs/pipelines.md)"
+)
+STAGES_REQUEST = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["stages"],
+    properties={
+        "stages": Schema(type=OpenAPIType.ARRAY, items=STAGE, min_items=1),
+        "stage": _text("the adding stage's name (its HADES_STAGE), recorded as who added them"),
     },
 )
 

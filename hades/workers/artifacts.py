@@ -39,9 +39,10 @@ from hades.core.artifacts import (
     placed_at,
 )
 from hades.core.commands import RecordArtifacts
-from hades.core.events import ArtifactsStored, Event
+from hades.core.events import ArtifactsStored, Event, JobSubmitted
 from hades.core.lifecycle import fold
 from hades.core.ports import EventStore, ExecutionError, WorkspaceFiles
+from hades.core.stages import stage_job_id
 from hades.core.state import JobState, StepStatus
 from hades.core.urls import CallbackPolicy, callback_host
 
@@ -128,6 +129,7 @@ class Artifacts:
             await files.write_inputs(job, archive)
 
     async def _copy(self, item: Input, stage: Path, budget: _Budget) -> None:
+        item = await self._through_pipeline(item)
         history, records = await self._records(item.job_id)
         if not records:
             if not history:
@@ -151,6 +153,15 @@ class Artifacts:
                     f"input {item.source}: {file.path} of job {item.job_id} has expired (HADES_ARTIFACTS retention)"
                 )
             await _write_capped(chunks, stage / target, budget, item)
+
+    async def _through_pipeline(self, item: Input) -> Input:
+        """``"<pipeline id>:<stage>/<path>"`` reads the stage's own artifact ``<path>`` (landing where the input
+        says, by default at ``<stage>/<path>``); any other input is left as it is."""
+        first = await self._events.submitted(item.job_id)
+        if first is None or not isinstance(first.event, JobSubmitted) or not first.event.spec.is_pipeline:
+            return item
+        name, _, path = item.path.partition("/")
+        return Input(source=f"{stage_job_id(item.job_id, name)}:{path or '.'}", destination=item.target)
 
     async def _records(self, job_id: str) -> tuple[list[Event], list[ArtifactsStored]]:
         """The job's history and its ``artifacts_stored`` events, once the record its end makes due has landed or

@@ -38,6 +38,7 @@ from hades.core.lifecycle import (
 )
 from hades.core.logs import LogBudget
 from hades.core.ports import ExecutionError, Executor, StepResult, WorkspaceFiles
+from hades.core.state import replace
 from hades.metrics import ProcessMetrics
 from hades.tracing import parent_context
 from hades.workers.artifacts import Artifacts
@@ -49,6 +50,8 @@ WriterFactory = Callable[[str, int, LogBudget], StepLogWriter]
 Unwatch = Callable[[], Awaitable[None]]
 #: Follow one job's events: ``watch(job_id, on_event)`` returns how to stop following.
 JobWatcher = Callable[[str, Callable[[Event], None]], Awaitable[Unwatch]]
+#: The environment a pipeline's stage gets: ``stage_env(pipeline_id, stage)``.
+StageEnv = Callable[[str, str], Awaitable[dict[str, str]]]
 
 HANDED_BACK = "executor shut down; attempt handed back to the queue"
 
@@ -67,7 +70,9 @@ class AttemptRunner:
         metrics: ProcessMetrics | None = None,
         labels: dict[str, str] | None = None,
         artifacts: Artifacts | None = None,
+        stage_env: StageEnv | None = None,
     ) -> None:
+        self._stage_env = stage_env
         self._limits = log_limits or LogBudget()
         self._artifacts = artifacts
         self._labels = labels  # recorded on every attempt this executor starts
@@ -180,7 +185,7 @@ class AttemptRunner:
         if job.state.status.is_terminal:  # a job without steps ends as it starts
             return
         budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
-        phases = await self._executor.prepare(job.state)
+        phases = await self._executor.prepare(await self._as_run(job.state))  # a Pod takes its env here
         phases |= await self._place_inputs(job.state)
         await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
         for index in range(len(job.state.spec.steps)):
@@ -233,7 +238,7 @@ class AttemptRunner:
             await job.run(job_id, StartStep(attempt=attempt, step_index=index))
             writer = self._writers(job_id, step.id, budget)
             try:
-                result = await self._executor.run_step(job.state, index, writer)
+                result = await self._executor.run_step(await self._as_run(job.state), index, writer)
             finally:
                 last_log_seq = await asyncio.shield(writer.close())
             await job.run(
@@ -248,6 +253,16 @@ class AttemptRunner:
                 ),
             )
             _record_step(span, result)
+
+    async def _as_run(self, state: JobState) -> JobState:
+        """The job as its steps see it: a pipeline stage's gets the pipeline's variables (its token among them)
+        over its metadata, here and not in its spec, so the token is never written to an event."""
+        ref = state.pipeline
+        if ref is None or self._stage_env is None:
+            return state
+        env = await self._stage_env(ref.id, ref.stage)
+        spec = state.spec.model_copy(update={"metadata": {**state.spec.metadata, **env}})
+        return replace(state, spec=spec)
 
     async def _interrupted(self, job: JobHandle, job_id: str, attempt: int) -> None:
         """The job's own events stopped the work: stop it if cancelled, let go if it moved to another attempt."""

@@ -122,13 +122,26 @@ class LogForwarder:
         # was re-created counts from 1 again).
         attempt = max(delivered, state.logs_delivery_attempts + 1)
         url = state.spec.callback_url
-        batches = await self._logs.read(job_id)
-        payload = logs_payload(batches)
+        payload, lines = await self._payload(state)
         result = await self._send(url, json.dumps(payload).encode())
         final = not result.ok and attempt >= self._settings.max_attempts
-        lines = sum(len(batch.logs or ()) for batch in batches)
         command = _record(url, attempt, result, lines, final)
         return await record_attempt(job, command, attempt, result, final, self._settings, self._draw())
+
+    async def _payload(self, state: JobState) -> tuple[list[dict[str, Any]], int]:
+        """The logs to forward and their line count: the job's own, or a pipeline's stages' in launch order, each
+        Log naming its ``stage``."""
+        owners: list[tuple[str | None, str]] = [(None, state.job_id)]
+        if state.progress is not None:
+            owners = [(launch.name, launch.job_id) for launch in state.progress.launched]
+        payload: list[dict[str, Any]] = []
+        lines = 0
+        for stage, job_id in owners:
+            batches = await self._logs.read(job_id)
+            lines += sum(len(batch.logs or ()) for batch in batches)
+            entries = logs_payload(batches)
+            payload += entries if stage is None else [{"stage": stage, **entry} for entry in entries]
+        return payload, lines
 
 
 def behind(job_id: str, delivered: int) -> float | None:

@@ -24,22 +24,33 @@ from hades.core.ports import Clock, EventStore, Recorded
 from hades.tracing import TRACEPARENT, parent_context
 from hades.workers.jobs import JobHandle
 from hades.workers.message import NatsMessage
+from hades.workers.pipelines import PipelineCoordinator
 
 log = logging.getLogger(__name__)
 
 
 async def queue_job(
-    store: EventStore, clock: Clock, job_id: str, submitted: Recorded | None = None, pools: Pools | None = None
+    store: EventStore,
+    clock: Clock,
+    job_id: str,
+    submitted: Recorded | None = None,
+    pools: Pools | None = None,
+    pipelines: PipelineCoordinator | None = None,
 ) -> bool:
     """Queue the job's first attempt; False when it was queued already.
 
     ``submitted``, the job's first event as the consumer delivered it, spares reading the history: it is the
     whole history unless the job moved on meanwhile, and then the append meets a conflict and re-reads. A job
-    with a placement has its pool registered first, so the queue its event lands in exists and is followed."""
+    with a placement has its pool registered first, so the queue its event lands in exists and is followed. A
+    pipeline is never queued: its coordinator launches its first stages instead."""
     if submitted is not None and isinstance(submitted.event, JobSubmitted) and submitted.event.job_id == job_id:
         job = JobHandle.known(store, clock, [submitted])
     else:
         job = await JobHandle.load(store, clock, job_id)
+    if job.state is not None and job.state.spec.is_pipeline:
+        if pipelines is not None:
+            await pipelines.reconcile(job_id)
+        return False
     placement = job.state.spec.placement if job.state is not None else None
     if placement is not None and pools is not None:
         await pools.register(placement)
@@ -52,7 +63,11 @@ async def queue_job(
 
 
 def scheduler_router(
-    store: EventStore, clock: Clock, tracer: trace.Tracer | None = None, pools: Pools | None = None
+    store: EventStore,
+    clock: Clock,
+    tracer: trace.Tracer | None = None,
+    pools: Pools | None = None,
+    pipelines: PipelineCoordinator | None = None,
 ) -> NatsRouter:
     """The scheduler's subscriptions, bound to the durable consumer ``scheduler`` from streams.yaml.
 
@@ -75,7 +90,7 @@ def scheduler_router(
         parent = parent_context(trace_header)
         submitted = Recorded(seq=_stream_seq(msg), event=event, trace=trace_header)
         with tracer.start_as_current_span("hades.schedule", parent, attributes={"hades.job_id": event.job_id}) as span:
-            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted, pools))
+            span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted, pools, pipelines))
 
     return router
 

@@ -9,6 +9,8 @@
   attempt's runner died: the event log was away while it recorded the step's or the job's end).
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
   low job cannot starve behind a steady stream of high ones.
+- An unfinished pipeline is reconciled (``hades.workers.pipelines``): what a scheduler stopped between two appends
+  left undone (a stage launched but its job not submitted, a stage's end not recorded, the pipeline's end) is done.
 - A queued job with constraints or resources that no live (not draining) executor takes (its labels satisfy them, or
   it is a Kubernetes executor that can express them as node affinity) is marked
   unschedulable with a reason ("no executor with os=windows is alive"), an event, so every API replica shows the
@@ -48,6 +50,7 @@ from hades.core.spec import Priority
 from hades.projections.jobs import JobsView
 from hades.tracing import continuing
 from hades.workers.jobs import JobHandle
+from hades.workers.pipelines import PipelineCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +73,15 @@ class Watchdog:
     """Looks over unfinished jobs every ``interval`` seconds."""
 
     def __init__(
-        self, store: EventStore, clock: Clock, jobs: JobsView, heartbeats: Heartbeats, policy: WatchdogPolicy
+        self,
+        store: EventStore,
+        clock: Clock,
+        jobs: JobsView,
+        heartbeats: Heartbeats,
+        policy: WatchdogPolicy,
+        pipelines: PipelineCoordinator | None = None,
     ) -> None:
+        self._pipelines = pipelines
         self._store = store
         self._clock = clock
         self._jobs = jobs
@@ -94,6 +104,9 @@ class Watchdog:
         takers = [_taker(info) for info in executors.values() if not info.get("draining")]
         acted = 0
         for job in self._jobs.unfinished():
+            if job.progress is not None:  # a pipeline: never queued nor run; its coordinator moves it on
+                acted += await self._pipelines.reconcile(job.job_id) if self._pipelines is not None else 0
+                continue
             command = (
                 self._command_for(job, alive) or self._orphaned(job, executors) or self._placement_command(job, takers)
             )

@@ -295,3 +295,36 @@ def test_the_url_and_key_come_from_the_environment(monkeypatch: pytest.MonkeyPat
 
     assert str(seen[0].url) == "http://from-env.test:9000/jobs/a%2F..%2Fb/status"  # an id never leaves its path
     assert seen[0].headers["authorization"] == httpx.BasicAuth("hades", "env-key")._auth_header
+
+
+# -- pipelines -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+async def test_add_stages_sends_the_pipeline_token_from_the_stage_environment(
+    blocking: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HADES_PIPELINE_TOKEN", "tok")
+    monkeypatch.setenv("HADES_STAGE", "plan")
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.headers["authorization"] != "Bearer tok":
+            return httpx.Response(401, json={"error": "a pipeline token is required"})
+        return httpx.Response(202, json={"job_id": "p", "stages": ["extra"], "status": "Running"})
+
+    stages = [{"name": "extra", "steps": [{"id": 1, "script": "true"}]}]
+    transport = httpx.MockTransport(answer)
+    if blocking:
+        with Hades("http://hades.test", "", transport=transport) as client:
+            answered = client.add_stages("p", stages)
+            with pytest.raises(HadesClientError) as refused:
+                client.add_stages("p", stages, token="wrong")
+    else:
+        async with AsyncHades("http://hades.test", "", transport=transport) as aclient:
+            answered = await aclient.add_stages("p", stages)
+            with pytest.raises(HadesClientError) as refused:
+                await aclient.add_stages("p", stages, token="wrong")
+    assert answered["stages"] == ["extra"] and refused.value.status == 401
+    assert seen[0].url.path == "/jobs/p/stages" and json.loads(seen[0].content) == {"stages": stages, "stage": "plan"}

@@ -27,6 +27,10 @@ from hades.core.events import (
     JobSucceeded,
     LogsForwarded,
     LogsForwardFailed,
+    PipelineRef,
+    StageEnded,
+    StageLaunched,
+    StagesAdded,
     StepFinished,
     StepOutcome,
     StepStarted,
@@ -34,6 +38,7 @@ from hades.core.events import (
     WebhookFailed,
 )
 from hades.core.spec import JobSpec, Priority, Step
+from hades.core.stages import Stage
 
 JOB_ID = "5a8f1c2e-0b4d-4e7a-9c3f-1d2e3f4a5b6c"
 AT = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
@@ -145,6 +150,28 @@ EVENTS: list[Event] = [
         ),
         priority=Priority.HIGH,
     ),
+    JobSubmitted(
+        job_id=JOB_ID,
+        at=AT,
+        spec=JobSpec(
+            name="pipeline",
+            stages=(
+                Stage(name="build", steps=(Step(id=1, script="make"),), artifacts=("dist",)),
+                Stage(name="test", needs=("build",), steps=(Step(id=1),), inputs=(Input(source="build:dist"),)),
+            ),
+        ),
+        priority=Priority.HIGH,
+    ),
+    JobSubmitted(
+        job_id=JOB_ID,
+        at=AT,
+        spec=JobSpec(name="p/build"),
+        priority=Priority.LOW,
+        pipeline=PipelineRef(id=JOB_ID, stage="build"),
+    ),
+    StageLaunched(job_id=JOB_ID, at=AT, stage="build", stage_job_id=JOB_ID),
+    StagesAdded(job_id=JOB_ID, at=AT, stages=(Stage(name="extra", needs=(), steps=(Step(id=1),)),), by="stage:build"),
+    StageEnded(job_id=JOB_ID, at=AT, stage="build", status="Failed", reason="container exited with status 1"),
 ]
 
 

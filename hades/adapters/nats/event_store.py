@@ -33,7 +33,7 @@ from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
 from hades.core.errors import ConcurrencyConflict, EventTooLarge, StoreUnavailable
-from hades.core.events import Event
+from hades.core.events import Event, StagesAdded
 from hades.core.ports import Recorded
 from hades.tracing import TRACEPARENT, current_traceparent
 
@@ -70,10 +70,12 @@ def message_id(event: Event) -> str:
     (``redelivered_by``) and the notifier's attempt that happen to take the same attempt number.
     """
     parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
-    for field in ("step_index", "executor_id", "priority", "delivery_attempt", "redelivered_by"):
+    for field in ("step_index", "executor_id", "priority", "delivery_attempt", "redelivered_by", "stage"):
         value = getattr(event, field, None)
         if value is not None:
             parts.append(str(value))
+    if isinstance(event, StagesAdded):  # each addition is its own append: named by the stages it adds
+        parts.append(",".join(stage.name for stage in event.stages))
     return ":".join(parts)
 
 

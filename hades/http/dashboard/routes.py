@@ -36,6 +36,7 @@ from hades.http.deliveries import delivery_rows
 from hades.http.follow import Batch, Heartbeat, log_items
 from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
+from hades.http.stage_views import pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, parse_moment
 from hades.http.wire import (
     CANCEL_REQUEST,
@@ -241,7 +242,8 @@ async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: From
     if found is None:
         return unknown_job(job_id)
     state, timing = found
-    return job_detail(state, timing, moment or services.clock.now(), dashboard.config.redactor)
+    detail = job_detail(state, timing, moment or services.clock.now(), dashboard.config.redactor)
+    return {**detail, **pipeline_fields(services, state)}
 
 
 @get(
@@ -332,7 +334,11 @@ async def cancel(request: Request[Any, Any, State], job_id: FromPath[str]) -> Re
 )
 async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
     """``{"logs": [Log...]}``, one per step in order, verbatim (logs are not redacted, as in the Go dashboard)."""
-    batches = await _services(request).logs.read(_job_id(job_id))
+    services = _services(request)
+    pipeline = await pipeline_state(services, _job_id(job_id))
+    if pipeline is not None:
+        return {"logs": await pipeline_logs(services, pipeline)}
+    batches = await services.logs.read(_job_id(job_id))
     return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
 
 

@@ -52,8 +52,26 @@ function stepCard(step, index) {
   );
 }
 
+function stageRow(stage) {
+  const status = String(stage.status ?? '');
+  return h('tr', { testid: 'stage-row', 'data-stage': stage.name },
+    h('td', {}, stage.job_id ? h('a', { href: `/jobs/${encodeURIComponent(stage.job_id)}` }, stage.name) : stage.name),
+    h('td', {}, h('span', { class: `chip step-status step-${status.toLowerCase()}`, 'data-status': status }, status)),
+    h('td', {}, (stage.needs ?? []).join(', ') || '—'),
+    h('td', {}, stage.reason ?? ''));
+}
+
+// A pipeline's stages (docs/pipelines.md): each links to the job it runs as.
+function renderStages(stages) {
+  return h('table', { class: 'table stages', testid: 'pipeline-stages' },
+    h('caption', { class: 'visually-hidden' }, 'Stages, in declaration order'),
+    h('thead', {}, h('tr', {}, h('th', {}, 'Stage'), h('th', {}, 'Status'), h('th', {}, 'Needs'), h('th', {}, 'Reason'))),
+    h('tbody', {}, stages.map(stageRow)));
+}
+
 export function renderSteps(detail) {
   const steps = detail.steps ?? [];
+  if (Array.isArray(detail.stages)) return renderStages(detail.stages);
   if (steps.length === 0) {
     return detail.payloadAvailable === false
       ? notice('info', "The job's payload is not available, so its steps are unknown.", 'steps-unavailable')

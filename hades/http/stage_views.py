@@ -1,0 +1,123 @@
+"""What a pipeline's ``GET /jobs/{id}``, logs and artifacts add: its stages, stage by stage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from litestar.response import ServerSentEventMessage
+
+from hades.core.events import JobSubmitted
+from hades.core.lifecycle import fold
+from hades.core.logs import coalesce
+from hades.core.reconcile import StageStatus, stage_views
+from hades.core.state import JobState
+from hades.http.follow import KEEPALIVE_SECONDS, Batch, Heartbeat, log_items
+from hades.http.services import ApiServices
+from hades.http.views import iso
+
+
+def stage_rows(services: ApiServices, state: JobState) -> list[dict[str, Any]]:
+    """``stages`` of a pipeline's ``GET /jobs/{id}``: each stage with its job, status and times; a running stage's
+    status is its job's own (Queued until an executor takes it)."""
+    rows = []
+    for view in stage_views(state):
+        status = view.status.value
+        if view.status is StageStatus.RUNNING and view.job_id is not None:
+            job = services.jobs.get(view.job_id)
+            status = job.status.value if job is not None else "Queued"
+        rows.append(
+            {
+                "name": view.stage.name,
+                "needs": list(view.needs),
+                "job_id": view.job_id,
+                "status": status,
+                "reason": view.reason,
+                "launched_at": iso(view.launched_at),
+                "ended_at": iso(view.ended_at),
+            }
+        )
+    return rows
+
+
+def pipeline_fields(services: ApiServices, state: JobState) -> dict[str, Any]:
+    """What a pipeline's view (``stages``) or a stage job's (``pipeline``) adds; nothing for other jobs."""
+    if state.progress is not None:
+        return {"stages": stage_rows(services, state)}
+    if state.pipeline is not None:
+        return {"pipeline": {"id": state.pipeline.id, "stage": state.pipeline.stage}}
+    return {}
+
+
+async def pipeline_logs(services: ApiServices, state: JobState) -> list[dict[str, Any]]:
+    """Every launched stage's logs, stage by stage in launch order, each Log naming its ``stage``."""
+    assert state.progress is not None
+    logs = []
+    for launch in state.progress.launched:
+        for log in coalesce(await services.logs.read(launch.job_id)):
+            logs.append({"stage": launch.name, **log.model_dump(mode="json", exclude={"step_id"})})
+    return logs
+
+
+async def pipeline_state(services: ApiServices, job_id: str) -> JobState | None:
+    """The pipeline's whole state when ``job_id`` is a pipeline (one lookup of its first event otherwise)."""
+    first = await services.store.submitted(job_id) if _is_uuid(job_id) else None
+    if first is None or not isinstance(first.event, JobSubmitted) or not first.event.spec.is_pipeline:
+        return None
+    return fold([r.event for r in await services.store.history(job_id)])
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+#: How often a followed pipeline is looked at for its next launched stage or its end.
+PIPELINE_POLL_SECONDS = 0.5
+
+
+async def follow_pipeline(services: ApiServices, pipeline_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """A pipeline's logs live: each launched stage's in launch order (``log`` events whose Log names its
+    ``stage``; a stage's lines wait until the stages launched before it have ended), then one ``end`` event with the
+    pipeline's status once it ended."""
+    followed, quiet = 0, 0.0
+    while True:
+        state = await pipeline_state(services, pipeline_id)
+        if state is None or state.progress is None:
+            return
+        if followed < len(state.progress.launched):
+            launch = state.progress.launched[followed]
+            followed += 1
+            async for frame in _follow_stage(services, launch.name, launch.job_id):
+                yield frame
+            continue
+        if state.status.is_terminal:
+            end = {"status": state.status.value, "reason": state.reason}
+            yield ServerSentEventMessage(data=json.dumps(end), event="end")
+            return
+        await asyncio.sleep(PIPELINE_POLL_SECONDS)
+        quiet += PIPELINE_POLL_SECONDS
+        if quiet >= KEEPALIVE_SECONDS:
+            quiet = 0.0
+            yield ServerSentEventMessage(comment="keepalive", data=None)
+
+
+async def _follow_stage(services: ApiServices, stage: str, job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """One stage's batches until its job ended and every batch was sent."""
+    for _ in range(int(60 / PIPELINE_POLL_SECONDS)):  # its job is submitted just after its launch
+        if services.jobs.get(job_id) is not None:
+            break
+        await asyncio.sleep(PIPELINE_POLL_SECONDS)
+    else:
+        return
+    async for item in log_items(services, job_id, KEEPALIVE_SECONDS):
+        if isinstance(item, Batch):
+            data = {"stage": stage, **item.log.model_dump(mode="json", exclude={"step_id"})}
+            yield ServerSentEventMessage(data=json.dumps(data), event="log")
+        elif isinstance(item, Heartbeat):
+            yield ServerSentEventMessage(comment="keepalive", data=None)
