@@ -158,6 +158,7 @@ class ExecutorWorker:
             await self._stop_running()
             for chore in chores:
                 chore.cancel()
+            await asyncio.gather(*chores, return_exceptions=True)  # none left pending when the loop closes
             for puller in self._all_pullers():
                 await puller.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
