@@ -28,6 +28,7 @@ from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.connection import UNAVAILABLE, connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.adapters.nats.interruptions import JobInterruptions
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.slots import SlotLeases
@@ -232,8 +233,18 @@ async def _executor(
     artifacts = Artifacts(
         ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
     )
+    interruptions = JobInterruptions(nc)  # two subscriptions for every job this executor runs
+    stack.push_async_callback(interruptions.stop)
     runner = AttemptRunner(
-        engine, logs.writer, settings.executor_id, store.watch, limits, tracing.tracer, metrics, labels, artifacts
+        engine,
+        logs.writer,
+        settings.executor_id,
+        interruptions.watch,
+        limits,
+        tracing.tracer,
+        metrics,
+        labels,
+        artifacts,
     )
     options = ExecutorOptions(
         executor_id=settings.executor_id,
