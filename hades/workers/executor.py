@@ -130,17 +130,19 @@ class ExecutorWorker:
             chores.append(asyncio.create_task(self._follow_pools(self._pools)))
         try:
             while await self._take_slot():
+                slots = 1 + await self._spare_slots()
                 try:
-                    taken = await self._next_message()
+                    taken = await self._next_messages(slots)
                 except BaseException:
-                    self._slots.release()
+                    self._release(slots)
                     raise
-                if taken is None:
-                    self._slots.release()
+                self._release(slots - len(taken))
+                if not taken:
                     break
-                task = asyncio.create_task(self._handle(*taken))
-                self._running[task] = ""
-                task.add_done_callback(self._finished)
+                for msg, lease in taken:
+                    task = asyncio.create_task(self._handle(msg, lease))
+                    self._running[task] = ""
+                    task.add_done_callback(self._finished)
             await self._wait_running()
         finally:
             await bell.unsubscribe()
@@ -192,34 +194,51 @@ class ExecutorWorker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _next_message(self) -> tuple[Msg, Lease | None] | None:
-        """The next queue message by priority, with a slot of the global cap if one is set; None when draining."""
+    async def _spare_slots(self) -> int:
+        """Take every other slot free right now (none under a global cap, whose leases go one per message), so
+        one pull asks for as many messages as there are free slots: one round trip per message capped the
+        executor's intake at about its round trips per second while its slots stood idle."""
+        spare = 0
+        while self._cap is None and not self._slots.locked():
+            await self._slots.acquire()  # free: returns at once
+            spare += 1
+        return spare
+
+    def _release(self, slots: int) -> None:
+        for _ in range(slots):
+            self._slots.release()
+
+    async def _next_messages(self, wanted: int) -> list[tuple[Msg, Lease | None]]:
+        """Up to ``wanted`` queue messages by priority (one under a global cap, with a slot of it); none when
+        draining."""
         while not self._draining.is_set():
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                msg = await self._pull_by_priority()
-                if msg is not None:
-                    return msg, lease
+                msgs = await self._pull_by_priority(wanted if self._cap is None else 1)
+                if msgs:
+                    return [(msg, lease) for msg in msgs]
                 if lease is not None:
                     await self._cap.release(lease)  # type: ignore[union-attr]
             wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
-        return None
+        return []
 
-    async def _pull_by_priority(self) -> Msg | None:
-        """One message from the highest priority that has one; within a priority, the plain queue and the
-        pools' take turns at going first."""
+    async def _pull_by_priority(self, wanted: int) -> list[Msg]:
+        """Up to ``wanted`` messages, from the highest priority that has any on: a lower priority is asked only
+        for what the higher ones did not have. Within a priority, the plain queue and the pools' take turns at
+        going first."""
         self._turn += 1
+        taken: list[Msg] = []
         for priority in PRIORITY_ORDER:
             queues = [self._pullers[priority], *(pullers[priority] for pullers in self._pool_pullers.values())]
             first = self._turn % len(queues)
             for puller in queues[first:] + queues[:first]:
-                msg = await puller.pull()
-                if msg is not None:
-                    return msg
-        return None
+                taken += await puller.pull_many(wanted - len(taken))
+                if len(taken) >= wanted:
+                    return taken
+        return taken
 
     def _all_pullers(self) -> list[NoWaitPuller]:
         return [*self._pullers.values(), *(p for pullers in self._pool_pullers.values() for p in pullers.values())]
