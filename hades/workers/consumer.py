@@ -81,6 +81,7 @@ class PullConsumer:
         subject = self._subjects[0] if len(self._subjects) == 1 else ""
         js = self._nc.jetstream()
         self._sub = await js.pull_subscribe(subject, durable=self._durable, stream=self._stream, config=config)
+        log.info("taking messages of consumer %s on %s (%s)", self._durable, self._stream, ", ".join(self._subjects))
 
     async def run(self) -> None:
         """Fetch and handle until cancelled; messages still being handled then are cancelled (and redelivered)."""
