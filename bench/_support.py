@@ -155,9 +155,13 @@ class Watch:
     ended: dict[str, float] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: When each job's queued and started events were seen (where a burst's jobs wait: scheduler or executors).
+    seen: dict[str, dict[str, float]] = field(default_factory=dict)
 
     async def on_msg(self, msg: Msg) -> None:
         tokens = msg.subject.split(".")
+        if len(tokens) >= 4 and tokens[3] in ("queued", "started"):
+            self.seen.setdefault(tokens[2], {}).setdefault(tokens[3], time.perf_counter())
         if len(tokens) >= 4 and tokens[3] in TERMINAL:
             self.ended.setdefault(tokens[2], time.perf_counter())
             self.kinds[tokens[2]] = tokens[3]

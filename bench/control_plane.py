@@ -203,6 +203,7 @@ async def hades_run(args: argparse.Namespace, mode: str, loop: str, workdir: Pat
     finally:
         server.stop()
     latencies = [watch.ended[job_id] - at for job_id, at in submitted.items()]
+    stages = _stages(submitted, watch)
     elapsed = max(watch.ended[job_id] for job_id in submitted) - began
     succeeded = sum(watch.kinds[job_id] == "succeeded" for job_id in submitted)
     rate = args.jobs / elapsed
@@ -220,6 +221,7 @@ async def hades_run(args: argparse.Namespace, mode: str, loop: str, workdir: Pat
         "latency_p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
         "solo_p50_ms": round(statistics.median(alone) * 1000, 1) if alone else None,
         "solo_gaps_ms": gaps,
+        "stages_p50_ms": stages,
         "events_per_job": count,
         "event_kinds": kinds,
         "events_per_s": round(rate * count, 1),
@@ -228,6 +230,19 @@ async def hades_run(args: argparse.Namespace, mode: str, loop: str, workdir: Pat
         "load_avg": os.getloadavg()[0],
         "profiles": profiles,
     }
+
+
+def _stages(submitted: dict[str, float], watch: Watch) -> dict[str, float]:
+    """Median time of the burst's jobs from POST to queued, queued to started, started to terminal (ms): where
+    the jobs waited."""
+    spans: dict[str, list[float]] = collections.defaultdict(list)
+    for job_id, began in submitted.items():
+        seen = watch.seen.get(job_id, {})
+        if "queued" in seen and "started" in seen:
+            spans["POST → queued"].append(seen["queued"] - began)
+            spans["queued → started"].append(seen["started"] - seen["queued"])
+            spans["started → ended"].append(watch.ended[job_id] - seen["started"])
+    return {name: round(statistics.median(values) * 1000, 1) for name, values in spans.items()}
 
 
 def sample_bodies() -> list[bytes]:
@@ -341,6 +356,9 @@ def report(result: dict[str, Any]) -> None:
             f"{run_['ratio'] * 100:5.1f}% of raw   submit→terminal p50 {run_['latency_p50_ms']:.1f} ms  "
             f"p99 {run_['latency_p99_ms']:.1f} ms\n"
             + _solo_line(run_)
+            + "   where the burst's jobs waited (p50 ms): "
+            + ", ".join(f"{name} {ms:.1f}" for name, ms in run_["stages_p50_ms"].items())
+            + "\n"
             + f"   POST p50 {run_['post_p50_ms']:.1f} ms, all POSTs took {run_['submit_seconds']:.1f} s;  "
             f"{run_['succeeded']}/{run_['jobs']} succeeded;  load average {run_['load_avg']:.1f}"
         )

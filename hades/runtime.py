@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import uvicorn
-from faststream.nats import NatsBroker, NatsRouter
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry
 
@@ -27,9 +26,10 @@ from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker,
 from hades.adapters.k8s.placement import accepts as k8s_places
 from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.artifacts import ArtifactStore
-from hades.adapters.nats.connection import UNAVAILABLE, connect, connect_options
+from hades.adapters.nats.connection import UNAVAILABLE, connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.adapters.nats.interruptions import JobInterruptions
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.pipeline_tokens import StageEnvironment, token_key
 from hades.adapters.nats.pools import Pools
@@ -55,12 +55,13 @@ from hades.timing_log import TimingLog
 from hades.tracing import TRACING_OFF, Tracing, setup_tracing
 from hades.workers.artifacts import Artifacts
 from hades.workers.attempt import AttemptRunner
+from hades.workers.consumer import PullConsumer
 from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
-from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_router
-from hades.workers.pipelines import PipelineCoordinator, pipelines_router
-from hades.workers.scheduler import scheduler_router
+from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_consumer
+from hades.workers.pipelines import PipelineCoordinator, pipelines_consumer
+from hades.workers.scheduler import scheduler_consumer
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
-from hades.workers.webhooks import WebhookSender, WebhookSettings, webhook_router
+from hades.workers.webhooks import WebhookSender, WebhookSettings, webhook_consumer
 
 log = logging.getLogger(__name__)
 
@@ -154,24 +155,24 @@ async def _serve(
         if roles.api or roles.scheduler or roles.logmanager:
             live_from = await store.stream_last_seq()  # the scheduler logs the timing of jobs that end after this
             views, projections = await _read_models(settings, nc, store, tasks)
-        if roles.scheduler or roles.notifier:
-            broker_log = logging.getLogger("hades.faststream")
-            broker_log.setLevel(logging.DEBUG if settings.debug else logging.WARNING)
-            # the same servers (a cluster's list), credentials and endless reconnecting as the role's own connection
-            credentials = (settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
-            broker = NatsBroker(**connect_options(nats_url, *credentials), logger=broker_log, log_level=logging.DEBUG)
-            if roles.scheduler:
-                projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
-                coordinator = PipelineCoordinator(store, clock)
-                watchdog = _watchdog(settings, nc, store, clock, views.jobs, coordinator)
-                tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
-                broker.include_router(scheduler_router(store, clock, tracing.tracer, Pools(nc), coordinator))
-                broker.include_router(pipelines_router(coordinator))
-            if roles.notifier:
-                broker.include_router(_notifier(settings, nc, store, clock, stack))
-                broker.include_router(webhook_router(_webhooks(settings, store, clock, stack)))
-            await broker.start()
-            stack.push_async_callback(broker.stop)  # LIFO: the broker stops before the HTTP client closes
+        # The scheduler's and the notifier's consumers run on the role's own connection (its servers, credentials
+        # and endless reconnecting); they are tasks, so they stop before the stack closes their HTTP clients.
+        consumers: list[tuple[str, PullConsumer]] = []
+        if roles.scheduler:
+            projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
+            coordinator = PipelineCoordinator(store, clock)
+            watchdog = _watchdog(settings, nc, store, clock, views.jobs, coordinator)
+            tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
+            consumers.append(
+                ("scheduler", scheduler_consumer(nc, store, clock, tracing.tracer, Pools(nc), coordinator))
+            )
+            consumers.append(("pipelines", pipelines_consumer(nc, coordinator)))
+        if roles.notifier:
+            consumers.append(("notifier", _notifier(settings, nc, store, clock, stack)))
+            consumers.append(("webhooks", webhook_consumer(nc, _webhooks(settings, store, clock, stack))))
+        for name, consumer in consumers:
+            await consumer.start()
+            tasks.append(asyncio.create_task(consumer.run(), name=name))
         if roles.executor:
             worker = await _executor(settings, nc, store, clock, stack, tracing, metrics)
             executing = asyncio.create_task(worker.run(), name="executor")
@@ -243,11 +244,13 @@ async def _executor(
         ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
     )
     stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)
+    interruptions = JobInterruptions(nc)  # two subscriptions for every job this executor runs
+    stack.push_async_callback(interruptions.stop)
     runner = AttemptRunner(
         engine,
         logs.writer,
         settings.executor_id,
-        store.watch,
+        interruptions.watch,
         limits,
         tracing.tracer,
         metrics,
@@ -382,7 +385,7 @@ async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K
 
 def _notifier(
     settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
-) -> NatsRouter:
+) -> PullConsumer:
     options = NotifierSettings(
         max_attempts=settings.log_forward_max_attempts,
         timeout=settings.log_forward_timeout,
@@ -391,7 +394,7 @@ def _notifier(
     )
     delivery = HttpDelivery(options.timeout, policy=settings.callback_policy)
     stack.push_async_callback(delivery.aclose)
-    return notifier_router(LogForwarder(store, clock, NatsLogStore(nc), delivery.post_json, options))
+    return notifier_consumer(nc, LogForwarder(store, clock, NatsLogStore(nc), delivery.post_json, options))
 
 
 def _webhooks(

@@ -45,11 +45,14 @@ class PhaseDistributions:
 
     def add(self, timing: JobTiming) -> None:
         """Count a job that has just ended."""
-        summary = timing.summary()
-        for phase, seconds in summary["phases"].items():
+        phases, total, overhead = timing.breakdown()
+        for phase, seconds in phases.items():
             if seconds is not None:
-                self.phases.setdefault(phase, Distribution()).observe(seconds)
-        if summary["overhead"] is not None:
-            self.overhead.observe(summary["overhead"])
-        if summary["total"] is not None:
-            self.duration.observe(summary["total"])
+                distribution = self.phases.get(phase)
+                if distribution is None:
+                    distribution = self.phases[phase] = Distribution()
+                distribution.observe(seconds)
+        if overhead is not None:
+            self.overhead.observe(overhead)
+        if total is not None:
+            self.duration.observe(total)

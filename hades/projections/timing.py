@@ -56,18 +56,7 @@ class JobTiming:
 
     def summary(self) -> dict[str, Any]:
         """The phase breakdown as plain data (seconds; None where the job has not got that far)."""
-        phases: dict[str, float | None] = {
-            "scheduling": _span(self.submitted_at, self.first_queued_at),
-            "queue_wait": _span(self.queued_at, self.started_at),
-            "volume": self.prepare.get("volume"),
-            "images": self.prepare.get("images"),
-        }
-        for name in STEP_PHASES:
-            values = [step.phases[name] for step in self.steps.values() if name in step.phases]
-            phases[name] = round(sum(values), 6) if values else None
-        total = _span(self.submitted_at, self.finished_at)
-        run = phases["run"] or 0.0
-        overhead = None if total is None else round(max(total - run, 0.0), 6)
+        phases, total, overhead = self.breakdown()
         return {
             "total": total,
             "phases": phases,
@@ -78,6 +67,24 @@ class JobTiming:
                 for s in sorted(self.steps.values(), key=lambda s: s.index)
             ],
         }
+
+    def breakdown(self) -> tuple[dict[str, float | None], float | None, float | None]:
+        """The phases, the total and the overhead of :meth:`summary` (what the phase histograms take of every
+        job as it ends, without the per-step list)."""
+        phases: dict[str, float | None] = {
+            "scheduling": _span(self.submitted_at, self.first_queued_at),
+            "queue_wait": _span(self.queued_at, self.started_at),
+            "volume": self.prepare.get("volume"),
+            "images": self.prepare.get("images"),
+        }
+        steps = [step.phases for step in self.steps.values()]
+        for name in STEP_PHASES:
+            values = [step[name] for step in steps if name in step]
+            phases[name] = round(sum(values), 6) if values else None
+        total = _span(self.submitted_at, self.finished_at)
+        run = phases["run"] or 0.0
+        overhead = None if total is None else round(max(total - run, 0.0), 6)
+        return phases, total, overhead
 
 
 def _span(start: datetime | None, end: datetime | None) -> float | None:

@@ -138,20 +138,21 @@ class ExecutorWorker:
             chores.append(asyncio.create_task(self._follow_pools(self._pools)))
         try:
             while await self._take_slot():
+                slots = 1 + await self._spare_slots()
                 try:
-                    taken = await self._next_message()
+                    taken = await self._next_messages(slots)
                 except BaseException:
-                    self._slots.release()
+                    self._release(slots)
                     raise
-                if taken is None:
-                    self._slots.release()
+                self._release(slots - len(taken))
+                if not taken:
                     break
-                msg, lease, placement = taken
-                task = asyncio.create_task(self._handle(msg, lease))
-                self._running[task] = ""
-                if placement is not None:
-                    self._reserved[task] = placement
-                task.add_done_callback(self._finished)
+                for msg, lease, placement in taken:
+                    task = asyncio.create_task(self._handle(msg, lease))
+                    self._running[task] = ""
+                    if placement is not None:
+                        self._reserved[task] = placement
+                    task.add_done_callback(self._finished)
             await self._wait_running()
         finally:
             await bell.unsubscribe()
@@ -206,41 +207,68 @@ class ExecutorWorker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _next_message(self) -> tuple[Msg, Lease | None, Placement | None] | None:
-        """The next queue message by priority, with a slot of the global cap if one is set, and the placement it
-        reserves; None when draining."""
+    async def _spare_slots(self) -> int:
+        """Take every other slot free right now (none under a global cap, whose leases go one per message), so
+        one pull asks for as many messages as there are free slots: one round trip per message capped the
+        executor's intake at about its round trips per second while its slots stood idle."""
+        spare = 0
+        while self._cap is None and not self._slots.locked():
+            await self._slots.acquire()  # free: returns at once
+            spare += 1
+        return spare
+
+    def _release(self, slots: int) -> None:
+        for _ in range(slots):
+            self._slots.release()
+
+    async def _next_messages(self, wanted: int) -> list[tuple[Msg, Lease | None, Placement | None]]:
+        """Up to ``wanted`` queue messages by priority (one under a global cap, with a slot of it), each with the
+        resources it reserves; none when draining."""
         while not self._draining.is_set():
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                taken = await self._pull_by_priority()
-                if taken is not None:
-                    return taken[0], lease, taken[1]
+                msgs = await self._pull_by_priority(wanted if self._cap is None else 1)
+                if msgs:
+                    return [(msg, lease, placement) for msg, placement in msgs]
                 if lease is not None:
                     await self._cap.release(lease)  # type: ignore[union-attr]
             wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
-        return None
+        return []
 
-    async def _pull_by_priority(self) -> tuple[Msg, Placement | None] | None:
-        """One message from the highest priority that has one, with the resources it reserves; within a priority,
-        the plain queue and the pools' take turns at going first. A pool whose resources do not fit what is left
-        of this executor's capacity is passed over (its jobs wait for this or another executor)."""
+    async def _pull_by_priority(self, wanted: int) -> list[tuple[Msg, Placement | None]]:
+        """Up to ``wanted`` messages, each with the resources it reserves, from the highest priority that has any
+        on: a lower priority is asked only for what the higher ones did not have. Within a priority, the plain queue
+        and the pools' take turns at going first. A pool's queue is asked for no more jobs than still fit what the
+        attempts running here left of this executor's capacity (none: its jobs wait for this or another one)."""
         self._turn += 1
+        taken: list[tuple[Msg, Placement | None]] = []
         reserved = list(self._reserved.values())
         for priority in PRIORITY_ORDER:
             queues: list[tuple[NoWaitPuller, Placement | None]] = [(self._pullers[priority], None)]
-            for pool, pullers in self._pool_pullers.items():
-                placement = self._reserves(pool)
-                if placement is None or fits(placement, self._options.labels, reserved):
-                    queues.append((pullers[priority], placement))
+            queues += [(pullers[priority], self._reserves(pool)) for pool, pullers in self._pool_pullers.items()]
             first = self._turn % len(queues)
             for puller, placement in queues[first:] + queues[:first]:
-                msg = await puller.pull()
-                if msg is not None:
-                    return msg, placement
-        return None
+                room = self._room(placement, reserved, wanted - len(taken))
+                if room <= 0:
+                    continue
+                for msg in await puller.pull_many(room):
+                    taken.append((msg, placement))
+                    reserved += [placement] if placement is not None else []
+                if len(taken) >= wanted:
+                    return taken
+        return taken
+
+    def _room(self, placement: Placement | None, reserved: list[Placement], wanted: int) -> int:
+        """How many jobs of this placement (up to ``wanted``) fit beside what is ``reserved``."""
+        if placement is None:
+            return wanted
+        room = 0
+        while room < wanted and fits(placement, self._options.labels, reserved + [placement] * room):
+            room += 1
+        return room
 
     def _reserves(self, pool: str) -> Placement | None:
         """What a job of the pool reserves here: its resources, unless a cluster places it (Kubernetes)."""

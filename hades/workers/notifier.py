@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from faststream import AckPolicy
-from faststream.nats import ConsumerConfig, JStream, NatsRouter, PullSub
+from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from hades.adapters.http_delivery import DeliveryResult
 from hades.adapters.nats.topology import EVENTS_STREAM
@@ -37,8 +37,8 @@ from hades.core.events import JobSubmitted
 from hades.core.lifecycle import Command, JobState, RecordLogsDelivery
 from hades.core.logs import Log, coalesce
 from hades.core.ports import Clock, EventStore, LogStore
+from hades.workers.consumer import PullConsumer, Settle
 from hades.workers.jobs import JobHandle
-from hades.workers.message import NatsMessage
 
 log = logging.getLogger(__name__)
 
@@ -214,39 +214,45 @@ async def record_attempt(
     return backoff_delay(attempt, policy.backoff_base, policy.backoff_max, draw)
 
 
-async def settle(attempt: Attempt, msg: NatsMessage) -> None:
+async def settle(attempt: Attempt, msg: Msg) -> None:
     """One delivery of a terminal event: make the job's attempt, then ack, or nak with the backoff delay.
 
     An error before anything is settled (the event log unreachable) leaves the message unacknowledged, so it is
     redelivered after the consumer's ack wait: the next attempt.
     """
     try:
-        job_id = decode_event(msg.body).job_id
+        job_id = decode_event(msg.data).job_id
     except ValueError:
-        log.error("dropping an undecodable event on %s", msg.raw_message.subject)
-        await msg.reject()
+        log.error("dropping an undecodable event on %s", msg.subject)
+        await msg.term()
         return
-    metadata = msg.raw_message.metadata
+    metadata = msg.metadata
     retry_in = await attempt(job_id, metadata.num_delivered, metadata.sequence.stream)
     if retry_in is None:
         await msg.ack()
     else:
-        await msg.nack(delay=retry_in)
+        await msg.nak(delay=retry_in)
 
 
-def notifier_router(forwarder: LogForwarder) -> NatsRouter:
-    """The notifier's subscription, bound to the durable consumer ``notifier`` from streams.yaml."""
-    router = NatsRouter()
+def terminal_consumer(nc: Client, durable: str, attempt: Attempt) -> PullConsumer:
+    """A durable consumer on the terminal events (``notifier`` or ``webhooks`` from streams.yaml) whose every
+    delivery is one ``attempt``; the handler settles each message itself (``settle``)."""
 
-    @router.subscriber(
-        config=ConsumerConfig(filter_subjects=list(TERMINAL_SUBJECTS)),
-        stream=JStream(EVENTS_STREAM, declare=False),
-        durable=NOTIFIER_CONSUMER,
-        pull_sub=PullSub(batch_size=10, timeout=5.0),
+    async def on_job_ended(msg: Msg) -> None:
+        await settle(attempt, msg)
+
+    return PullConsumer(
+        nc,
+        EVENTS_STREAM,
+        durable,
+        on_job_ended,
+        subjects=TERMINAL_SUBJECTS,
+        settle=Settle.MANUAL,
+        batch=10,
         max_workers=16,  # deliveries run side by side: one slow receiver does not hold up the others
-        ack_policy=AckPolicy.MANUAL,
     )
-    async def on_job_ended(msg: NatsMessage) -> None:
-        await settle(forwarder.forward, msg)
 
-    return router
+
+def notifier_consumer(nc: Client, forwarder: LogForwarder) -> PullConsumer:
+    """The log forwarding subscription, bound to the durable consumer ``notifier`` from streams.yaml."""
+    return terminal_consumer(nc, NOTIFIER_CONSUMER, forwarder.forward)

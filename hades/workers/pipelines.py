@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from faststream import AckPolicy
-from faststream.nats import JStream, NatsRouter, PullSub
-from nats.js.api import ConsumerConfig
+from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
@@ -45,8 +44,8 @@ from hades.core.reconcile import (
 )
 from hades.core.stages import Stage, stage_spec
 from hades.core.state import JobState, Status
+from hades.workers.consumer import PullConsumer, Settle
 from hades.workers.jobs import JobHandle
-from hades.workers.message import NatsMessage
 
 log = logging.getLogger(__name__)
 
@@ -179,18 +178,20 @@ def _end(state: JobState, action: EndPipeline, now: object) -> JobSucceeded | Jo
     return JobStopped.model_validate({**common, "reason": action.reason or "cancelled"})
 
 
-def pipelines_router(coordinator: PipelineCoordinator) -> NatsRouter:
-    """The coordinator's subscription, bound to the durable consumer ``pipelines`` from streams.yaml."""
-    router = NatsRouter()
+def pipelines_consumer(nc: Client, coordinator: PipelineCoordinator) -> PullConsumer:
+    """The coordinator's subscription, bound to the durable consumer ``pipelines`` from streams.yaml: a message is
+    acked once handled, naked (redelivered, up to the consumer's ``max_deliver``) when handling it raised."""
 
-    @router.subscriber(
-        config=ConsumerConfig(filter_subjects=list(PIPELINE_SUBJECTS)),
-        stream=JStream(EVENTS_STREAM, declare=False),
-        durable=PIPELINES_CONSUMER,
-        pull_sub=PullSub(batch_size=20, timeout=5.0),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
+    async def on_pipeline_event(msg: Msg) -> None:
+        await coordinator.on_event(decode_event(msg.data))
+
+    return PullConsumer(
+        nc,
+        EVENTS_STREAM,
+        PIPELINES_CONSUMER,
+        on_pipeline_event,
+        subjects=list(PIPELINE_SUBJECTS),
+        settle=Settle.NACK_ON_ERROR,
+        batch=20,
+        max_workers=20,
     )
-    async def on_pipeline_event(msg: NatsMessage) -> None:
-        await coordinator.on_event(decode_event(msg.body))
-
-    return router

@@ -1,4 +1,4 @@
-"""The scheduler role: a FastStream consumer that moves each submitted job into its priority queue.
+"""The scheduler role: a durable pull consumer that moves each submitted job into its priority queue.
 
 It is the place where admission decisions live (later: global caps, retries); today it appends
 ``queued.<priority>`` for every ``submitted``, or ``queued.<priority>.<pool>`` for a job with constraints or
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from faststream import AckPolicy
-from faststream.nats import JStream, NatsRouter, PullSub
+from nats.aio.client import Client
+from nats.aio.msg import Msg
 from opentelemetry import trace
 
 from hades.adapters.nats.pools import Pools
@@ -22,8 +22,8 @@ from hades.core.events import JobSubmitted
 from hades.core.lifecycle import QueueJob
 from hades.core.ports import Clock, EventStore, Recorded
 from hades.tracing import TRACEPARENT, parent_context
+from hades.workers.consumer import PullConsumer, Settle
 from hades.workers.jobs import JobHandle
-from hades.workers.message import NatsMessage
 from hades.workers.pipelines import PipelineCoordinator
 
 log = logging.getLogger(__name__)
@@ -62,39 +62,42 @@ async def queue_job(
     return True
 
 
-def scheduler_router(
+def scheduler_consumer(
+    nc: Client,
     store: EventStore,
     clock: Clock,
     tracer: trace.Tracer | None = None,
     pools: Pools | None = None,
     pipelines: PipelineCoordinator | None = None,
-) -> NatsRouter:
-    """The scheduler's subscriptions, bound to the durable consumer ``scheduler`` from streams.yaml.
+) -> PullConsumer:
+    """The scheduler's subscription, bound to the durable consumer ``scheduler`` from streams.yaml: a message is
+    acked once handled, naked (redelivered, up to the consumer's ``max_deliver``) when handling it raised.
 
     Queueing runs in a ``hades.schedule`` span, a child of the submit's (the ``submitted`` event's traceparent),
     so the ``queued`` event hands the job's trace on to the executor.
     """
-    router = NatsRouter()
     tracer = tracer or trace.NoOpTracer()
 
-    @router.subscriber(
-        "hades.events.*.submitted",
-        stream=JStream(EVENTS_STREAM, declare=False),
-        durable="scheduler",
-        pull_sub=PullSub(batch_size=20, timeout=5.0),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
-    )
-    async def on_submitted(msg: NatsMessage) -> None:
-        event = decode_event(msg.body)
-        trace_header = msg.headers.get(TRACEPARENT)
+    async def on_submitted(msg: Msg) -> None:
+        event = decode_event(msg.data)
+        trace_header = (msg.headers or {}).get(TRACEPARENT)
         parent = parent_context(trace_header)
         submitted = Recorded(seq=_stream_seq(msg), event=event, trace=trace_header)
         with tracer.start_as_current_span("hades.schedule", parent, attributes={"hades.job_id": event.job_id}) as span:
             span.set_attribute("hades.queued", await queue_job(store, clock, event.job_id, submitted, pools, pipelines))
 
-    return router
+    return PullConsumer(
+        nc,
+        EVENTS_STREAM,
+        "scheduler",
+        on_submitted,
+        subjects=["hades.events.*.submitted"],
+        settle=Settle.NACK_ON_ERROR,
+        batch=20,
+        max_workers=20,
+    )
 
 
-def _stream_seq(msg: NatsMessage) -> int:
+def _stream_seq(msg: Msg) -> int:
     """The delivered message's stream sequence."""
-    return int(msg.raw_message.metadata.sequence.stream)
+    return int(msg.metadata.sequence.stream)

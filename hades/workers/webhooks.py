@@ -17,24 +17,21 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from faststream import AckPolicy
-from faststream.nats import ConsumerConfig, JStream, NatsRouter, PullSub
+from nats.aio.client import Client
 
 from hades.adapters.http_delivery import DeliveryResult
-from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.errors import InvalidTransition
 from hades.core.events import WebhookDelivered, WebhookFailed
 from hades.core.lifecycle import JobState, RecordWebhookDelivery
 from hades.core.ports import Clock, EventStore
 from hades.core.webhook import encode_body, job_completed, webhook_headers
+from hades.workers.consumer import PullConsumer
 from hades.workers.jobs import JobHandle
-from hades.workers.message import NatsMessage
 from hades.workers.notifier import (
-    TERMINAL_SUBJECTS,
     behind,
     record_attempt,
     recorded_url,
-    settle,
+    terminal_consumer,
     wants_a_delivery_to,
 )
 
@@ -136,19 +133,6 @@ def _record(
     )
 
 
-def webhook_router(sender: WebhookSender) -> NatsRouter:
+def webhook_consumer(nc: Client, sender: WebhookSender) -> PullConsumer:
     """The webhook subscription, bound to the durable consumer ``webhooks`` from streams.yaml."""
-    router = NatsRouter()
-
-    @router.subscriber(
-        config=ConsumerConfig(filter_subjects=list(TERMINAL_SUBJECTS)),
-        stream=JStream(EVENTS_STREAM, declare=False),
-        durable=WEBHOOKS_CONSUMER,
-        pull_sub=PullSub(batch_size=10, timeout=5.0),
-        max_workers=16,  # deliveries run side by side: one slow receiver does not hold up the others
-        ack_policy=AckPolicy.MANUAL,
-    )
-    async def on_job_ended_send_webhook(msg: NatsMessage) -> None:
-        await settle(sender.deliver, msg)
-
-    return router
+    return terminal_consumer(nc, WEBHOOKS_CONSUMER, sender.deliver)

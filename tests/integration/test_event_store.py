@@ -104,6 +104,30 @@ async def test_history_of_an_unknown_job_is_empty(event_store: NatsEventStore) -
     assert await event_store.history(str(uuid.uuid4())) == []
 
 
+async def test_readers_of_one_jobs_submitted_share_a_read_and_a_miss_is_read_again(
+    event_store: NatsEventStore, nc: Client
+) -> None:
+    job = str(uuid.uuid4())
+    assert await event_store.submitted(job) is None  # not written yet: not remembered as missing
+    seq = await event_store.append(job, [submitted(job)], 0)
+    requests = 0
+
+    async def count(_msg: object) -> None:
+        nonlocal requests
+        requests += 1
+
+    spy = await nc.subscribe(f"$JS.API.DIRECT.GET.{EVENTS_STREAM}.>", cb=count)
+    try:
+        first, second = await asyncio.gather(event_store.submitted(job), event_store.submitted(job))
+        assert first is not None and first is second and first.seq == seq
+        assert await event_store.submitted(job) is first  # kept once found
+        await nc.flush()
+        await asyncio.sleep(0.1)
+        assert requests == 1
+    finally:
+        await spy.unsubscribe()
+
+
 async def test_a_history_longer_than_one_read_batch_is_read_whole_and_in_order(
     event_store: NatsEventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

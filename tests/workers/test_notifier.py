@@ -4,12 +4,13 @@ connections, jobs without a callback URL)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from faststream.nats import NatsBroker
 from hypothesis import given
 from hypothesis import strategies as st
 from nats.aio.client import Client
@@ -43,7 +44,7 @@ from hades.workers.notifier import (
     LogForwarder,
     NotifierSettings,
     logs_payload,
-    notifier_router,
+    notifier_consumer,
     recorded_url,
 )
 from tests.conftest import StartHades, eventually
@@ -248,13 +249,15 @@ async def notifier(nats_url: str, nc: Client, event_store: NatsEventStore) -> As
     await ensure_notifier_consumer(nc)
     delivery = HttpDelivery(FAST.timeout)
     forwarder = LogForwarder(event_store, SystemClock(), NatsLogStore(nc), delivery.post_json, FAST)
-    broker = NatsBroker(nats_url)
-    broker.include_router(notifier_router(forwarder))
-    await broker.start()
+    consumer = notifier_consumer(nc, forwarder)
+    await consumer.start()
+    running = asyncio.create_task(consumer.run())
     try:
         yield
     finally:
-        await broker.stop()
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
         await delivery.aclose()
 
 

@@ -4,6 +4,7 @@ redelivery routes, two replicas on one consumer, and a notifier process SIGKILLe
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -17,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from faststream.nats import NatsBroker
 from nats.aio.client import Client
 
 from hades.adapters.http_delivery import HttpDelivery
@@ -42,8 +42,8 @@ from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
 from hades.workers.jobs import JobHandle
-from hades.workers.notifier import BEHIND_RETRY_SECONDS, LogForwarder, NotifierSettings, notifier_router
-from hades.workers.webhooks import WEBHOOKS_CONSUMER, WebhookSender, WebhookSettings, webhook_router
+from hades.workers.notifier import BEHIND_RETRY_SECONDS, LogForwarder, NotifierSettings, notifier_consumer
+from hades.workers.webhooks import WEBHOOKS_CONSUMER, WebhookSender, WebhookSettings, webhook_consumer
 from tests.conftest import SpawnRole, eventually
 from tests.support.receiver import Receiver, receiving
 
@@ -142,7 +142,7 @@ def verify(secret: str, headers: Mapping[str, str], body: bytes, now: float, tol
 @pytest.fixture
 async def start_webhooks(nats_url: str, nc: Client, event_store: NatsEventStore) -> AsyncIterator[StartWebhooks]:
     """Start notifier replicas (a broker each) with tiny settings; ``logs`` adds the log forwarder, as runtime does."""
-    running: list[tuple[NatsBroker, HttpDelivery]] = []
+    running: list[tuple[list[asyncio.Task[None]], HttpDelivery]] = []
 
     async def start(
         settings: WebhookSettings = FAST,
@@ -151,18 +151,20 @@ async def start_webhooks(nats_url: str, nc: Client, event_store: NatsEventStore)
     ) -> WebhookSender:
         delivery = HttpDelivery(settings.timeout)
         sender = WebhookSender(event_store, SystemClock(), delivery.post_json, settings, draw)
-        broker = NatsBroker(nats_url)
-        broker.include_router(webhook_router(sender))
+        consumers = [webhook_consumer(nc, sender)]
         if logs is not None:
             forwarder = LogForwarder(event_store, SystemClock(), NatsLogStore(nc), delivery.post_json, logs)
-            broker.include_router(notifier_router(forwarder))
-        running.append((broker, delivery))
-        await broker.start()
+            consumers.append(notifier_consumer(nc, forwarder))
+        for consumer in consumers:
+            await consumer.start()
+        running.append(([asyncio.create_task(consumer.run()) for consumer in consumers], delivery))
         return sender
 
     yield start
-    for broker, delivery in running:
-        await broker.stop()
+    for tasks, delivery in running:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await delivery.aclose()
 
 

@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 from nats import nuid
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 from prometheus_client import Histogram
 
 from hades.adapters.nats.connection import UNAVAILABLE
+from hades.adapters.nats.direct import DirectBatches
 from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
@@ -53,6 +54,8 @@ _REPLAY_BATCH = 256  # events handed on at once while catching up
 _REPLAY_BUFFER = 10_000
 #: Events one batched direct get asks for; a longer history takes more round trips.
 _HISTORY_BATCH = 256
+#: Jobs whose ``submitted`` a process keeps after reading it (see ``NatsEventStore.submitted``).
+_SUBMITTED_KEPT = 256
 #: Events a history follows back along its chain before it reads by subject instead.
 _MAX_CHAIN = 10_000
 
@@ -69,9 +72,12 @@ def message_id(event: Event) -> str:
     different ids, so the loser sees a conflict, never "my append landed"; likewise a manual webhook redelivery
     (``redelivered_by``) and the notifier's attempt that happen to take the same attempt number.
     """
-    parts = [event.job_id, event.type, str(getattr(event, "attempt", 0))]
+    # The field values straight from the model's ``__dict__``: ``getattr`` of a field an event lacks goes through
+    # pydantic's ``__getattr__`` and a raised AttributeError, which cost the scheduler a tenth of its CPU.
+    values = vars(event)
+    parts = [event.job_id, event.type, str(values.get("attempt", 0))]
     for field in ("step_index", "executor_id", "priority", "delivery_attempt", "redelivered_by", "stage"):
-        value = getattr(event, field, None)
+        value = values.get(field)
         if value is not None:
             parts.append(str(value))
     if isinstance(event, StagesAdded):  # each addition is its own append: named by the stages it adds
@@ -88,6 +94,7 @@ class NatsEventStore:
         self._timeout = publish_timeout
         self._append_seconds = append_seconds  # labelled by the first event's type
         self._batches = DirectBatches(nc, EVENTS_STREAM)
+        self._submitted: OrderedDict[str, asyncio.Future[Recorded | None]] = OrderedDict()
 
     async def append(self, job_id: str, events: Sequence[Event], expected_seq: int) -> int:
         """Append all of ``events`` or none, after ``expected_seq``; returns the sequence of the last one.
@@ -185,7 +192,28 @@ class NatsEventStore:
 
     async def submitted(self, job_id: str) -> Recorded | None:
         """The job's first event, its ``submitted``, found through the stream's subject index (cheap for the
-        server, unlike a scan by wildcard); None for an unknown job."""
+        server, unlike a scan by wildcard); None for an unknown job.
+
+        Readers of one job in one process share a read: the notifier's two consumers ask for the same job's
+        ``submitted`` as its terminal event reaches both. A found event never changes, so the last few are kept;
+        a miss is not (the job may be on a replica behind, or not written yet).
+        """
+        reading = self._submitted.get(job_id)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read_submitted(job_id))
+            self._submitted[job_id] = reading
+            reading.add_done_callback(functools.partial(self._keep_submitted, job_id))
+            while len(self._submitted) > _SUBMITTED_KEPT:
+                self._submitted.popitem(last=False)
+        return await asyncio.shield(reading)
+
+    def _keep_submitted(self, job_id: str, reading: asyncio.Future[Recorded | None]) -> None:
+        """Forget a read that found nothing or failed, so the next caller reads again."""
+        failed = reading.cancelled() or reading.exception() is not None or reading.result() is None
+        if failed and self._submitted.get(job_id) is reading:
+            del self._submitted[job_id]
+
+    async def _read_submitted(self, job_id: str) -> Recorded | None:
         try:
             raw = await self._js.get_last_msg(EVENTS_STREAM, job_event(job_id, "submitted"), direct=True)
         except NotFoundError:
@@ -342,64 +370,3 @@ def _stream_seq(msg: Msg) -> int:
 
 _V1_ACK_TOKENS = 9
 _V2_ACK_TOKENS = 11
-
-
-class DirectBatches:
-    """Batched direct gets (nats-server 2.11+, ADR-31): the messages of one subject filter from a sequence on, in
-    one request. nats-py has no helper, and its request multiplexer keeps only the first answer, so this keeps one
-    wildcard inbox subscription and routes each answer to its request by the inbox's last token."""
-
-    def __init__(self, nc: Client, stream: str) -> None:
-        self._nc = nc
-        self._subject = f"$JS.API.DIRECT.GET.{stream}"
-        self._prefix = nc.new_inbox()
-        self._sub: Subscription | None = None
-        self._starting: asyncio.Lock | None = None
-        self._pending: dict[str, tuple[list[Msg], asyncio.Future[bool]]] = {}
-        self._tokens = nuid.NUID()
-
-    async def get(self, seq: int, subject: str, batch: int, timeout: float) -> tuple[list[Msg], bool]:
-        """Up to ``batch`` messages on ``subject`` from ``seq`` on, and whether more are stored after them."""
-        await self._start()
-        token = self._tokens.next().decode()
-        messages: list[Msg] = []
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending[token] = (messages, done)
-        request = json.dumps({"seq": seq, "next_by_subj": subject, "batch": batch}).encode()
-        try:
-            await self._nc.publish(self._subject, request, reply=f"{self._prefix}.{token}")
-            more = await asyncio.wait_for(done, timeout)
-        except TimeoutError as error:
-            raise StoreUnavailable(f"the event log did not answer a read of {subject}") from error
-        finally:
-            self._pending.pop(token, None)
-        return messages, more
-
-    async def _start(self) -> None:
-        if self._sub is not None:
-            return
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self._sub is None:
-                self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_msg)
-
-    async def _on_msg(self, msg: Msg) -> None:
-        waiting = self._pending.get(msg.subject[len(self._prefix) + 1 :])
-        if waiting is None:
-            return  # a late answer to a request that timed out
-        messages, done = waiting
-        headers = msg.headers or {}
-        status = headers.get("Status")
-        if not status:
-            messages.append(msg)
-            return
-        if done.done():
-            return
-        if status == "204":  # end of batch: how many more match after the last one sent
-            done.set_result(int(headers.get("Nats-Num-Pending") or 0) > 0)
-        elif status == "404":  # nothing (more) on the subject
-            done.set_result(False)
-        else:
-            description = next((value for key, value in headers.items() if key == "Description"), "")
-            done.set_exception(StoreUnavailable(f"the event log refused a read: {status} {description}"))

@@ -1,4 +1,4 @@
-"""Taking one message from a durable pull consumer without waiting, for strict-priority dispatch.
+"""Taking messages from a durable pull consumer without waiting, for strict-priority dispatch.
 
 nats-py's ``fetch`` always sends an ``expires`` (so the server lingers) and its request multiplexer drops
 JetStream deliveries, whose subject is the stream subject rather than the reply inbox. So each queue gets its
@@ -38,31 +38,41 @@ class NoWaitPuller:
     async def pull(self, timeout: float = 5.0) -> Msg | None:
         """Ask for one message; a late answer to an earlier request is taken first. A stopped puller (a pool the
         executor no longer serves) has none."""
+        taken = await self.pull_many(1, timeout)
+        return taken[0] if taken else None
+
+    async def pull_many(self, batch: int, timeout: float = 5.0) -> list[Msg]:
+        """Up to ``batch`` messages the consumer has now, in one request (the server sends what it has, then a
+        ``404`` status when that is fewer than asked); late answers to an earlier request are taken first."""
         if self._sub is None:
-            return None
-        late = self._take_pending()
-        if late is not None:
+            return []
+        late = self._take_pending(batch)
+        if late:
             return late
-        await self._nc.publish(self._next_subject, _NO_WAIT, reply=self._inbox)
+        request = _NO_WAIT if batch == 1 else json.dumps({"batch": batch, "no_wait": True}).encode()
+        await self._nc.publish(self._next_subject, request, reply=self._inbox)
+        taken: list[Msg] = []
         try:
-            while True:
+            while len(taken) < batch:
                 msg = await self._sub.next_msg(timeout=timeout)
                 if not _is_status(msg):
-                    return msg
-                if msg.headers and msg.headers.get("Status") in ("404", "408"):
-                    return None
+                    taken.append(msg)
+                elif msg.headers and msg.headers.get("Status") in ("404", "408"):
+                    break
         except TimeoutError:
-            return None
+            pass
+        return taken
 
-    def _take_pending(self) -> Msg | None:
+    def _take_pending(self, batch: int) -> list[Msg]:
         assert self._sub is not None
         queue = self._sub._pending_queue
-        while not queue.empty():
+        taken: list[Msg] = []
+        while len(taken) < batch and not queue.empty():
             msg = queue.get_nowait()
             self._sub._pending_size -= len(msg.data)
             if not _is_status(msg):
-                return msg
-        return None
+                taken.append(msg)
+        return taken
 
 
 def _is_status(msg: Msg) -> bool:

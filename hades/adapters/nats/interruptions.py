@@ -1,0 +1,83 @@
+"""What can interrupt a running attempt, heard for every job an executor runs through two subscriptions.
+
+An attempt is interrupted by a cancel request or by its job being queued again (another attempt handed out): the
+``JobWatcher`` of ``hades.workers.attempt``. ``NatsEventStore.watch`` subscribes to all of one job's subjects per
+attempt, so the executor also heard back, and decoded, every event it appended itself (five of a one-step job's
+seven), and sent a SUB and an UNSUB per job. Here one process keeps two wildcard subscriptions, on the only kinds
+that interrupt (``cancel_requested`` and ``queued.>``), and hands each message to the watchers of its job (read off
+the subject, so messages of jobs nobody here runs are not decoded). Like ``watch``, a plain subscription also sees
+publishes the stream refused: a hint, checked against the store before acting.
+
+The subscriptions are made on the first ``watch`` and kept; anything published on a job's subjects after ``watch``
+returns is heard (the server handles a connection's SUB before the publishes that follow it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from hades.core.codec import decode_event
+from hades.core.events import Event
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[Event], None]
+#: The event kinds that can interrupt a running attempt, as subject filters.
+SUBJECTS = ("hades.events.*.cancel_requested", "hades.events.*.queued.>")
+_JOB_TOKEN = 2  # hades.events.<job_id>.<kind>...
+
+
+class JobInterruptions:
+    """``watch(job_id, on_event)`` for the kinds of event that interrupt an attempt; returns how to stop."""
+
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+        self._watchers: dict[str, list[OnEvent]] = {}
+        self._subs: list[Subscription] = []
+        self._starting = asyncio.Lock()
+
+    async def watch(self, job_id: str, on_event: OnEvent) -> Callable[[], Awaitable[None]]:
+        """Call ``on_event`` for each cancel request or queueing of the job published from now on."""
+        await self._start()
+        self._watchers.setdefault(job_id, []).append(on_event)
+
+        async def unwatch() -> None:
+            watchers = self._watchers.get(job_id, [])
+            if on_event in watchers:
+                watchers.remove(on_event)
+            if not watchers:
+                self._watchers.pop(job_id, None)
+
+        return unwatch
+
+    async def stop(self) -> None:
+        """Drop the subscriptions."""
+        subs, self._subs = self._subs, []
+        for sub in subs:
+            await sub.unsubscribe()
+
+    async def _start(self) -> None:
+        if self._subs:
+            return
+        async with self._starting:
+            if not self._subs:
+                self._subs = [await self._nc.subscribe(subject, cb=self._on_msg) for subject in SUBJECTS]
+
+    async def _on_msg(self, msg: Msg) -> None:
+        tokens = msg.subject.split(".", _JOB_TOKEN + 1)
+        watchers = self._watchers.get(tokens[_JOB_TOKEN]) if len(tokens) > _JOB_TOKEN else None
+        if not watchers:
+            return
+        try:
+            event = decode_event(msg.data)
+        except ValueError:
+            log.warning("undecodable event on %s", msg.subject)
+            return
+        for on_event in list(watchers):
+            on_event(event)
