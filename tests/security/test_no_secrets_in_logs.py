@@ -79,7 +79,7 @@ async def test_secrets_never_reach_a_hades_log_record(
         await hades.stop()
 
     assert any(record.name.startswith("hades") for record in caplog.records), "is the capture on?"
-    for record in caplog.records:  # the libraries Hades drives (httpx, uvicorn, faststream) included
+    for record in caplog.records:  # the libraries Hades drives (httpx, uvicorn, nats-py) included
         line = record.getMessage() + (record.exc_text or "")
         for what, secret in SECRETS.items():
             assert secret not in line, f"{what} in a {record.name} record: {line}"

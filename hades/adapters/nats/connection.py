@@ -34,7 +34,7 @@ def connect_options(
     tls: bool = False,
     name: str = "Hades",
 ) -> dict[str, Any]:
-    """The options of :func:`connect`, which FastStream's ``NatsBroker`` takes under the same names.
+    """The options of :func:`connect`: the servers, credentials, TLS and endless reconnecting every role uses.
 
     ``url`` may list several servers, comma-separated (a cluster): the client picks one and fails over to the others.
     """
