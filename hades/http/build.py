@@ -13,8 +13,9 @@ from opentelemetry.trace import StatusCode
 
 from hades.core.artifacts import Input
 from hades.core.errors import EventTooLarge, HadesError, SpecError
+from hades.core.go_request import parse_job_request
 from hades.core.lifecycle import SubmitJob, decide
-from hades.core.spec import JobSpec, parse_job_request
+from hades.core.spec import JobSpec
 from hades.core.urls import CallbackPolicy, callback_host
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.services import ApiServices

@@ -16,7 +16,8 @@ from litestar.params import FromPath
 from hades.adapters.nats.pipeline_tokens import token_matches
 from hades.core.errors import ConcurrencyConflict, SpecError
 from hades.core.events import StagesAdded
-from hades.core.spec import parse_stages_request, validate_job_spec
+from hades.core.go_request import parse_stages_request
+from hades.core.spec import validate_job_spec
 from hades.core.stages import stages_problem
 from hades.core.state import JobState
 from hades.http.build import inputs_refused
