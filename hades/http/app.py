@@ -26,7 +26,7 @@ from hades.http.openapi import openapi_config
 from hades.http.pipelines import add_stages
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
-from hades.http.wire import Pong, json_answer
+from hades.http.wire.answers import Pong, json_answer
 
 #: ``MAX_REQUEST_BYTES``'s default: the NATS server's default ``max_payload``, so a job the API reads fits in one event.
 MAX_REQUEST_BYTES = 1024 * 1024

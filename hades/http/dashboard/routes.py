@@ -38,26 +38,18 @@ from hades.http.jobs import is_job_id, whole_job
 from hades.http.services import ApiServices
 from hades.http.stage_views import pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, parse_moment
-from hades.http.wire import (
-    CANCEL_REQUEST,
-    DASHBOARD_REFUSALS,
+from hades.http.wire.answers import (
     EVENT_STREAM,
     INVALID_JOB_ID,
     JOB_NOT_FOUND,
-    LOGIN,
-    CancelAccepted,
     Conflict,
-    DashboardDeliveries,
-    DashboardJobs,
     Error,
-    Events,
-    LoggedOut,
-    Logs,
-    Session,
     json_answer,
-    reads,
     text_answer,
 )
+from hades.http.wire.bodies import CANCEL_REQUEST, LOGIN, reads
+from hades.http.wire.dashboard import DASHBOARD_REFUSALS, DashboardDeliveries, DashboardJobs, LoggedOut, Session
+from hades.http.wire.jobs import CancelAccepted, Events, Logs
 
 STATIC = Path(__file__).parent / "static"
 MAX_JOBS = 500
