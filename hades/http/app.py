@@ -16,9 +16,10 @@ from litestar.types import Message, Scope
 from hades.http.artifacts import download_artifact, list_artifacts
 from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
+from hades.http.dashboard.access import DashboardError, dashboard_error
 from hades.http.dashboard.dashboard import Dashboard
 from hades.http.dashboard.routes import ROUTES as DASHBOARD_ROUTES
-from hades.http.dashboard.routes import STATIC_FILES, DashboardError, dashboard_error, index_html
+from hades.http.dashboard.routes import STATIC_FILES, index_html
 from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.openapi import PATH as OPENAPI_PATH
