@@ -22,7 +22,7 @@ from hades.adapters.k8s.pods import PodSettings, pod_manifest
 from hades.adapters.nats.topology import ApplyReport
 from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
-from hades.core.spec import parse_job_request
+from hades.core.go_request import parse_job_request
 from hades.doctor import doctor as run_doctor
 from hades.doctor_checks import settings_problems
 from hades.http.dashboard.config import DashboardConfigError

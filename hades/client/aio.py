@@ -15,7 +15,7 @@ from hades.client.stream import Follow, SseDecoder, StreamClosed
 from hades.core.logs import Log
 
 if TYPE_CHECKING:
-    from hades.http.wire import CancelAccepted, Deliveries, JobDetail, Redelivered
+    from hades.http.wire.jobs import CancelAccepted, Deliveries, JobDetail, Redelivered
 
 T = TypeVar("T")
 

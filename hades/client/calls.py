@@ -21,7 +21,7 @@ from hades.core.logs import Log
 from hades.core.spec import JobSpec
 
 if TYPE_CHECKING:  # the wire shapes are only types here: importing them would load the server's web framework
-    from hades.http.wire import CancelAccepted, Deliveries, JobDetail, Redelivered
+    from hades.http.wire.jobs import CancelAccepted, Deliveries, JobDetail, Redelivered
 
 USER = "hades"
 DEFAULT_URL = "http://localhost:8080"

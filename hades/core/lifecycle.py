@@ -2,7 +2,8 @@
 
 ``evolve`` folds one event into the job's state; ``decide`` turns a command into the events that should be
 appended, or raises :class:`InvalidTransition`. Terminal states absorb: no command moves a finished job.
-The state lives in :mod:`hades.core.state`, the commands in :mod:`hades.core.commands`.
+The state lives in :mod:`hades.core.state`, the commands in :mod:`hades.core.commands`, and the decisions
+that need no more than the state in :mod:`hades.core.decisions`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,17 @@ from hades.core.commands import (
     StartStep,
     StopJob,
     SubmitJob,
+)
+from hades.core.decisions import (
+    cancel_reason,
+    end_attempt,
+    placement_verdict,
+    promote,
+    queue,
+    record_artifacts,
+    require_queued,
+    require_running,
+    start_step,
 )
 from hades.core.delivery import decide_delivery, evolve_delivery
 from hades.core.errors import InvalidTransition
@@ -59,7 +71,6 @@ from hades.core.events import (
 )
 from hades.core.pipeline import PipelineEventError, PipelineProgress, evolve_pipeline
 from hades.core.reasons import MAX_REASON_CHARS, cap_reason
-from hades.core.spec import Priority
 from hades.core.state import AttemptRun, JobState, Status, StepState, StepStatus, replace
 
 __all__ = [
@@ -261,7 +272,7 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
     if isinstance(command, RecordLogsDelivery | RecordWebhookDelivery):
         return [decide_delivery(state, command, now)]
     if isinstance(command, RecordArtifacts):
-        return [_record_artifacts(state, command, now)]
+        return [record_artifacts(state, command, now)]
     if state.status.is_terminal:
         raise InvalidTransition(f"job {state.job_id} is {state.status} already")
     return _decide_live(state, command, now)
@@ -272,28 +283,28 @@ def _decide_live(state: JobState, command: Command, now: datetime) -> list[Event
         case SubmitJob():
             raise InvalidTransition(f"job {state.job_id} exists already")
         case QueueJob():
-            return [_queue(state, now)]
+            return [queue(state, now)]
         case StartAttempt():
             return _start_attempt(state, command, now)
         case MarkUnschedulable() | MarkSchedulable():
-            return [_placement_verdict(state, command, now)]
+            return [placement_verdict(state, command, now)]
         case MarkPrepared():
-            _require_running(state, command.attempt)
+            require_running(state, command.attempt)
             return [JobPrepared(job_id=state.job_id, at=now, attempt=command.attempt, phases=command.phases)]
         case StartStep():
-            return [_start_step(state, command, now)]
+            return [start_step(state, command, now)]
         case FinishStep():
             return _finish_step(state, command, now)
         case PromoteJob():
-            return [_promote(state, command, now)]
+            return [promote(state, command, now)]
         case RequestCancel():
             return _request_cancel(state, command, now)
         case RecordLogsDelivery() | RecordWebhookDelivery():
             return [decide_delivery(state, command, now)]
         case RecordArtifacts():
-            return [_record_artifacts(state, command, now)]
+            return [record_artifacts(state, command, now)]
         case RequeueJob() | FailJob() | StopJob():
-            return [_end_attempt(state, command, now)]
+            return [end_attempt(state, command, now)]
         case ConcludeJob():
             due = conclusion(state, now)
             if due is None:
@@ -329,23 +340,8 @@ def _concluded(state: JobState, event: Event, now: datetime) -> list[Event]:
     return [event] if due is None else [event, due]
 
 
-def _queued(state: JobState, now: datetime, attempt: int, priority: Priority, reason: str | None) -> JobQueued:
-    """Every queued event of a job carries its pool, so each of its attempts waits for the same executors."""
-    placement = state.spec.placement
-    pool = placement.key if placement is not None else None
-    return JobQueued(job_id=state.job_id, at=now, attempt=attempt, priority=priority, reason=reason, pool=pool)
-
-
-def _queue(state: JobState, now: datetime) -> JobQueued:
-    if state.progress is not None:
-        raise InvalidTransition(f"job {state.job_id} is a pipeline: its stages are queued, never itself")
-    if not state.awaiting_queue:
-        raise InvalidTransition(f"job {state.job_id} is queued already (attempt {state.attempt})")
-    return _queued(state, now, state.attempt + 1, state.priority, None)
-
-
 def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
-    _require_queued(state, command.attempt)
+    require_queued(state, command.attempt)
     if state.cancel_requested_by is not None:  # its stop is due (``conclusion``); nothing is set up for it
         raise InvalidTransition(f"job {state.job_id}: cancel requested by {state.cancel_requested_by}")
     started = JobStarted(
@@ -358,29 +354,6 @@ def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> lis
     return _concluded(state, started, now)  # a job without steps is done at once
 
 
-def _placement_verdict(
-    state: JobState, command: MarkUnschedulable | MarkSchedulable, now: datetime
-) -> JobMarkedUnschedulable | JobMarkedSchedulable:
-    """Record whether a live executor can take the queued attempt; only a change is recorded."""
-    _require_queued(state, command.attempt)
-    marked = state.unschedulable_since is not None
-    if isinstance(command, MarkSchedulable):
-        if not marked:
-            raise InvalidTransition(f"job {state.job_id} is not marked unschedulable")
-        return JobMarkedSchedulable(job_id=state.job_id, at=now, attempt=command.attempt)
-    reason = cap_reason(command.reason)
-    if marked and state.reason == reason:
-        raise InvalidTransition(f"job {state.job_id} is marked unschedulable already: {reason}")
-    return JobMarkedUnschedulable(job_id=state.job_id, at=now, attempt=command.attempt, reason=reason)
-
-
-def _promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
-    _require_queued(state, command.attempt)
-    if command.priority.as_int <= state.priority.as_int:
-        raise InvalidTransition(f"job {state.job_id} is {state.priority} already, not below {command.priority}")
-    return _queued(state, now, command.attempt, command.priority, command.reason)
-
-
 def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> list[Event]:
     if state.cancel_requested_by is not None:
         return []  # asked already; the first request stands
@@ -388,76 +361,8 @@ def _request_cancel(state: JobState, command: RequestCancel, now: datetime) -> l
     return _concluded(state, requested, now)  # a waiting job stops at once; a running one's executor stops it
 
 
-def _cancel_reason(by: str) -> str:
-    return f"cancelled by {by}"
-
-
-def _end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: datetime) -> Event:
-    _require_attempt(state, command.attempt)
-    job_id, attempt, reason = state.job_id, command.attempt, cap_reason(command.reason)
-    if isinstance(command, RequeueJob) and state.cancel_requested_by is not None:
-        # Handed back after a cancel was asked for: the job stops rather than run again.
-        return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=_cancel_reason(state.cancel_requested_by))
-    if isinstance(command, RequeueJob):
-        return _queued(state, now, attempt + 1, state.priority, reason)
-    if isinstance(command, FailJob):
-        return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
-    return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)
-
-
-def _record_artifacts(state: JobState, command: RecordArtifacts, now: datetime) -> ArtifactsStored:
-    """What the ended attempt kept; recorded after the job's end, so its terminal event is never held up."""
-    if not state.status.is_terminal:
-        raise InvalidTransition(f"job {state.job_id} is {state.status}: artifacts are kept once it has ended")
-    _require_attempt(state, command.attempt)
-    return ArtifactsStored(
-        job_id=state.job_id, at=now, attempt=command.attempt, files=command.files, skipped=command.skipped
-    )
-
-
-def cancel_reason(state: JobState) -> str:
-    """The reason a cancelled job's ``stopped`` event gives."""
-    return _cancel_reason(state.cancel_requested_by or "unknown")
-
-
-def _require_queued(state: JobState, attempt: int) -> None:
-    if state.status is not Status.QUEUED or state.queued_at is None or state.attempt != attempt:
-        raise InvalidTransition(f"job {state.job_id} is not queued for attempt {attempt}")
-
-
-def _require_running(state: JobState, attempt: int) -> None:
-    if state.status is not Status.RUNNING or state.attempt != attempt:
-        raise InvalidTransition(f"job {state.job_id} is not running attempt {attempt}")
-
-
-def _require_attempt(state: JobState, attempt: int) -> None:
-    if state.attempt != attempt:
-        raise InvalidTransition(f"job {state.job_id} is on attempt {state.attempt}, not {attempt}")
-
-
-def _start_step(state: JobState, command: StartStep, now: datetime) -> StepStarted:
-    _require_running(state, command.attempt)
-    if state.cancel_requested_by is not None:
-        raise InvalidTransition(f"job {state.job_id}: cancel requested by {state.cancel_requested_by}")
-    index = command.step_index
-    if any(s.status is StepStatus.RUNNING for s in state.steps):
-        raise InvalidTransition(f"job {state.job_id}: a step is still running")
-    pending = [s.index for s in state.steps if s.status is StepStatus.PENDING]
-    if not pending or pending[0] != index:
-        raise InvalidTransition(f"job {state.job_id}: step index {index} is not the next step")
-    step = state.spec.steps[index]
-    return StepStarted(
-        job_id=state.job_id,
-        at=now,
-        attempt=command.attempt,
-        step_index=index,
-        step_id=step.id,
-        image=step.image,
-    )
-
-
 def _finish_step(state: JobState, command: FinishStep, now: datetime) -> list[Event]:
-    _require_running(state, command.attempt)
+    require_running(state, command.attempt)
     index = command.step_index
     if not 0 <= index < len(state.steps) or state.steps[index].status is not StepStatus.RUNNING:
         raise InvalidTransition(f"job {state.job_id}: step index {index} is not running")

@@ -16,9 +16,10 @@ from litestar.types import Message, Scope
 from hades.http.artifacts import download_artifact, list_artifacts
 from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
+from hades.http.dashboard.access import DashboardError, dashboard_error
 from hades.http.dashboard.dashboard import Dashboard
 from hades.http.dashboard.routes import ROUTES as DASHBOARD_ROUTES
-from hades.http.dashboard.routes import STATIC_FILES, DashboardError, dashboard_error, index_html
+from hades.http.dashboard.routes import STATIC_FILES, index_html
 from hades.http.deliveries import list_deliveries, redeliver_webhook
 from hades.http.jobs import get_events, get_job, get_logs, get_status, health, list_jobs
 from hades.http.openapi import PATH as OPENAPI_PATH
@@ -26,7 +27,7 @@ from hades.http.openapi import openapi_config
 from hades.http.pipelines import add_stages
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
-from hades.http.wire import Pong, json_answer
+from hades.http.wire.answers import Pong, json_answer
 
 #: ``MAX_REQUEST_BYTES``'s default: the NATS server's default ``max_payload``, so a job the API reads fits in one event.
 MAX_REQUEST_BYTES = 1024 * 1024

@@ -27,7 +27,8 @@ from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
 from hades.http.stage_views import pipeline_state
 from hades.http.views import iso
-from hades.http.wire import GUARDED, JOB_NOT_FOUND, ArtifactList, Error, json_answer
+from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, Error, json_answer
+from hades.http.wire.pipelines import ArtifactList
 from hades.workers.artifacts import kept_files
 
 

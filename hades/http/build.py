@@ -13,12 +13,15 @@ from opentelemetry.trace import StatusCode
 
 from hades.core.artifacts import Input
 from hades.core.errors import EventTooLarge, HadesError, SpecError
+from hades.core.go_request import parse_job_request
 from hades.core.lifecycle import SubmitJob, decide
-from hades.core.spec import JobSpec, parse_job_request
+from hades.core.spec import JobSpec
 from hades.core.urls import CallbackPolicy, callback_host
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.services import ApiServices
-from hades.http.wire import GUARDED, JOB_PAYLOAD, BuildAccepted, json_answer, reads, text_answer
+from hades.http.wire.answers import GUARDED, json_answer, text_answer
+from hades.http.wire.bodies import JOB_PAYLOAD, reads
+from hades.http.wire.jobs import BuildAccepted
 from hades.tracing import parent_context
 
 log = logging.getLogger(__name__)

@@ -14,16 +14,9 @@ from hades.core.lifecycle import RequestCancel
 from hades.http.auth import USER, basic_auth_guard
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
-from hades.http.wire import (
-    CANCEL_REQUEST,
-    GUARDED,
-    JOB_NOT_FOUND,
-    TOO_LARGE,
-    CancelAccepted,
-    Conflict,
-    json_answer,
-    reads,
-)
+from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, TOO_LARGE, Conflict, json_answer
+from hades.http.wire.bodies import CANCEL_REQUEST, reads
+from hades.http.wire.jobs import CancelAccepted
 from hades.workers.jobs import JobHandle
 
 

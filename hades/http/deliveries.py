@@ -21,7 +21,8 @@ from hades.http.auth import USER, basic_auth_guard
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
 from hades.http.views import iso
-from hades.http.wire import GUARDED, JOB_NOT_FOUND, Conflict, Deliveries, Error, Redelivered, json_answer
+from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, Conflict, Error, json_answer
+from hades.http.wire.jobs import Deliveries, Redelivered
 from hades.workers.jobs import JobHandle
 
 

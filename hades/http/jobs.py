@@ -21,18 +21,8 @@ from hades.http.follow import follow_logs
 from hades.http.services import ApiServices
 from hades.http.stage_views import follow_pipeline, pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, job_detail, parse_moment
-from hades.http.wire import (
-    GUARDED,
-    JOB_NOT_FOUND,
-    AlsoStreams,
-    Events,
-    Health,
-    JobDetail,
-    JobStatus,
-    Logs,
-    json_answer,
-    text_answer,
-)
+from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, AlsoStreams, Health, json_answer, text_answer
+from hades.http.wire.jobs import Events, JobDetail, JobStatus, Logs
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
 

@@ -16,13 +16,16 @@ from litestar.params import FromPath
 from hades.adapters.nats.pipeline_tokens import token_matches
 from hades.core.errors import ConcurrencyConflict, SpecError
 from hades.core.events import StagesAdded
-from hades.core.spec import parse_stages_request, validate_job_spec
+from hades.core.go_request import parse_stages_request
+from hades.core.spec import validate_job_spec
 from hades.core.stages import stages_problem
 from hades.core.state import JobState
 from hades.http.build import inputs_refused
 from hades.http.jobs import is_job_id, not_found
 from hades.http.services import ApiServices
-from hades.http.wire import STAGES_REQUEST, TOO_LARGE, Error, StagesAccepted, json_answer, reads
+from hades.http.wire.answers import TOO_LARGE, Error, json_answer
+from hades.http.wire.bodies import STAGES_REQUEST, reads
+from hades.http.wire.pipelines import StagesAccepted
 from hades.workers.jobs import MAX_CONFLICT_RETRIES, JobHandle
 
 _NO_TOKEN = "a pipeline token is required: Authorization: Bearer $HADES_PIPELINE_TOKEN, as the pipeline's stages get it"

@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from hades.http.services import ApiServices
-from hades.http.wire import text_answer
+from hades.http.wire.answers import text_answer
 from hades.projections.distributions import Distribution
 from hades.projections.views import ReadModels
 

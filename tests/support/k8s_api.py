@@ -21,8 +21,9 @@ Test hooks: :meth:`KubeApi.drop_watches` ends every open watch (the client must 
 expires old resourceVersions (the client must re-list), :meth:`KubeApi.set_status` / :meth:`KubeApi.put` change
 objects as a controller would, :meth:`KubeApi.refuse` makes creates of a resource fail as admission or RBAC
 would (422, 403), :meth:`KubeApi.conflict` answers the next writes of a resource with 409 ``Conflict`` (a write
-that lost a race), :class:`Kubelet` plays a Pod's containers like a node would, ``requests`` records every call.
-Every resourceVersion is one global counter, as in etcd.
+that lost a race), ``requests`` records every call. Every resourceVersion is one global counter, as in etcd.
+``tests.support.kubelet`` plays a Pod's containers on it like a node would; ``tests.support.k8s_objects`` holds
+the Kubernetes JSON helpers it answers with.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -39,68 +39,20 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.support.k8s_objects import (
+    field_matches,
+    has_started,
+    label_matches,
+    merge_patch,
+    query_flag,
+    status_body,
+    watch_line,
+)
+
 CORE = "v1"
 KINDS = {"pods": "Pod", "leases": "Lease", "buildjobs": "BuildJob", "events": "Event", "jobs": "Job"}
 Key = tuple[str, str, str, str]  # api ("v1" or "group/version"), namespace, plural, name
 _END = object()
-
-
-def status_body(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A ``Status`` object as the apiserver sends with every error."""
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details:
-        body["details"] = details
-    return body
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def label_matches(labels: dict[str, str], selector: str) -> bool:
-    """Equality-based label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``, joined by commas."""
-    for term in filter(None, (part.strip() for part in selector.split(","))):
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            if labels.get(key) == value:
-                return False
-        elif "=" in term:
-            key, value = term.replace("==", "=").split("=", 1)
-            if labels.get(key) != value:
-                return False
-        elif term.startswith("!"):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-def field_matches(obj: dict[str, Any], selector: str) -> bool:
-    """``metadata.name=…`` and ``metadata.namespace=…`` (the field selectors every resource supports)."""
-    metadata = obj.get("metadata") or {}
-    for term in filter(None, (part.strip() for part in selector.split(","))):
-        path, _, value = term.partition("=")
-        if metadata.get(path.removeprefix("metadata.")) != value.lstrip("="):
-            return False
-    return True
 
 
 @dataclass
@@ -386,7 +338,7 @@ class KubeApi:
             query.get("labelSelector", ""),
             query.get("fieldSelector", ""),
         )
-        if _flag(query.get("watch")):
+        if query_flag(query.get("watch")):
             return await self._watch(request, watcher)
         items = [obj for key, obj in self.objects.items() if watcher.wants(key, obj)]
         kind = KINDS.get(plural, plural.capitalize()) + "List"
@@ -407,7 +359,7 @@ class KubeApi:
         timeout = float(request.query.get("timeoutSeconds") or 1800)
         if since and since < self.compacted:
             message = f"too old resource version: {since} ({self.compacted})"
-            await response.write(_line({"type": "ERROR", "object": status_body(410, "Expired", message)}))
+            await response.write(watch_line({"type": "ERROR", "object": status_body(410, "Expired", message)}))
             return response
         if since:
             backlog = [
@@ -419,10 +371,10 @@ class KubeApi:
         try:
             for key, event in backlog:
                 if watcher.wants(key, event["object"]):
-                    await response.write(_line(event))
+                    await response.write(watch_line(event))
             async with asyncio.timeout(timeout):
                 while (event := await watcher.queue.get()) is not _END:
-                    await response.write(_line(event))
+                    await response.write(watch_line(event))
         except (TimeoutError, ConnectionResetError):
             pass
         finally:
@@ -439,11 +391,11 @@ class KubeApi:
         if container not in containers:
             message = f"container {container} is not valid for pod {name}"
             return web.json_response(status_body(400, "BadRequest", message), status=400)
-        if not _has_started(pod, container):
+        if not has_started(pod, container):
             message = f'container "{container}" in pod "{name}" is waiting to start: PodInitializing'
             return web.json_response(status_body(400, "BadRequest", message), status=400)
-        follow = _flag(request.query.get("follow"))
-        stamps = _flag(request.query.get("timestamps"))
+        follow = query_flag(request.query.get("follow"))
+        stamps = query_flag(request.query.get("timestamps"))
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
         await response.prepare(request)
         feed = self._logs.setdefault((namespace, name, container), _LogFeed())
@@ -457,133 +409,6 @@ class KubeApi:
             if feed.ended or not follow:
                 return response
             await changed.wait()
-
-
-def _flag(value: str | None) -> bool:
-    """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends ``True``)."""
-    return value in ("1", "t", "T", "true", "TRUE", "True")
-
-
-def _line(event: dict[str, Any]) -> bytes:
-    return json.dumps(event).encode() + b"\n"
-
-
-def _has_started(pod: dict[str, Any], container: str) -> bool:
-    status = pod.get("status") or {}
-    for entry in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
-        if entry.get("name") == container:
-            return bool({"running", "terminated"} & set(entry.get("state") or {}))
-    return False
-
-
-# -- a kubelet that plays a Pod's containers ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one container does: print ``lines`` and exit with ``exit_code``; or sit waiting with ``waiting``."""
-
-    lines: tuple[str, ...] = ()
-    exit_code: int = 0
-    waiting: str | None = None
-    message: str = ""  # the termination message (a tolerated step's wrapper writes the real exit code there)
-    hold: asyncio.Event | None = None  # keep running until this is set
-
-
-class Kubelet:
-    """Runs a Pod's containers as a node would: init containers one after the other, each only after the previous
-    one exited 0 (restartPolicy Never: a failure fails the Pod), then the app containers; statuses, phases and logs
-    as the real kubelet reports them."""
-
-    def __init__(self, api: KubeApi, namespace: str) -> None:
-        self.api = api
-        self.namespace = namespace
-
-    async def run(self, name: str, outcomes: dict[str, Outcome] | None = None) -> str:
-        """Wait for the Pod, play it to its end; returns its final phase ('' if it was deleted meanwhile)."""
-        outcomes = outcomes or {}
-        pod = await self.api.wait_for(lambda: self.api.get(self.namespace, "pods", name))
-        init = [c["name"] for c in pod["spec"].get("initContainers", [])]
-        app = [c["name"] for c in pod["spec"]["containers"]]
-        statuses = {c: _status(c, {"waiting": {"reason": "PodInitializing"}}) for c in init + app}
-        try:
-            for container in [*init, *app]:
-                outcome = outcomes.get(container, Outcome())
-                code = await self._play(name, container, outcome, statuses, init, app)
-                if code is None:
-                    return "Pending"
-                if code != 0 and container in init:
-                    return self._phase(name, "Failed", statuses, init, app)
-            failed = any(statuses[c]["state"]["terminated"]["exitCode"] for c in app)
-            return self._phase(name, "Failed" if failed else "Succeeded", statuses, init, app)
-        except KeyError:
-            return ""  # the Pod was deleted while it ran
-
-    async def _play(
-        self, name: str, container: str, outcome: Outcome, statuses: dict[str, Any], init: list[str], app: list[str]
-    ) -> int | None:
-        if outcome.waiting:
-            statuses[container] = _status(container, {"waiting": {"reason": outcome.waiting, "message": "..."}})
-            self._phase(name, "Pending", statuses, init, app)
-            return None
-        statuses[container] = _status(container, {"running": {"startedAt": _now()}})
-        self._phase(name, "Pending" if container in init else "Running", statuses, init, app)
-        self.api.feed_log(self.namespace, name, container, *outcome.lines)
-        if outcome.hold is not None:
-            await outcome.hold.wait()
-        terminated = {
-            "exitCode": outcome.exit_code,
-            "reason": "Completed" if outcome.exit_code == 0 else "Error",
-            "startedAt": _now(),
-            "finishedAt": _now(),
-        }
-        if outcome.message:
-            terminated["message"] = outcome.message
-        statuses[container] = _status(container, {"terminated": terminated})
-        self.api.end_log(self.namespace, name, container)
-        self._phase(name, "Pending" if container in init else "Running", statuses, init, app)
-        return outcome.exit_code
-
-    def _phase(self, name: str, phase: str, statuses: dict[str, Any], init: list[str], app: list[str]) -> str:
-        status = {
-            "phase": phase,
-            "initContainerStatuses": [statuses[c] for c in init],
-            "containerStatuses": [statuses[c] for c in app],
-        }
-        self.api.set_status(self.namespace, "pods", name, status)
-        return phase
-
-    def deadline(self, name: str) -> None:
-        """The Pod ran out of activeDeadlineSeconds: Failed with DeadlineExceeded, its containers killed."""
-        pod = self.api.get(self.namespace, "pods", name)
-        assert pod is not None
-        status = pod.get("status") or {}
-        for entry in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
-            if "running" in entry["state"]:
-                entry["state"] = {"terminated": {"exitCode": 137, "reason": "Error"}}
-                self.api.end_log(self.namespace, name, entry["name"])
-        message = "Pod was active on the node longer than the specified deadline"
-        self.api.set_status(
-            self.namespace,
-            "pods",
-            name,
-            {**status, "phase": "Failed", "reason": "DeadlineExceeded", "message": message},
-        )
-
-
-def _status(container: str, state: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": container,
-        "state": state,
-        "ready": "running" in state,
-        "restartCount": 0,
-        "image": "",
-        "imageID": "",
-    }
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.asynccontextmanager

@@ -2,7 +2,7 @@
 
 Every answer comes from the read models and the log store, which every API replica holds alike, so unlike the Go
 dashboard (state in one process's memory) any number of replicas can serve it; only the login lockout is per
-process.
+process. The guards and helpers every route shares are in ``access``, the log routes in ``log_routes``.
 """
 
 from __future__ import annotations
@@ -13,100 +13,46 @@ import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from litestar import Request, Response, get, post, route
-from litestar.connection import ASGIConnection
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException
-from litestar.handlers.base import BaseRouteHandler
 from litestar.params import FromPath, FromQuery
 from litestar.response import File, ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
-from nats.errors import ConnectionClosedError
 
-from hades.core.logs import coalesce
 from hades.core.ports import Recorded
 from hades.http.cancel import reason_from_body, request_cancel
-from hades.http.dashboard.dashboard import Dashboard
-from hades.http.dashboard.feed import EMPTY_JOB, stream_frames
-from hades.http.dashboard.session import COOKIE, InvalidSession, check_password, client_address, verify_session
+from hades.http.dashboard.access import (
+    DashboardError,
+    checked_job_id,
+    dashboard_of,
+    same_origin_guard,
+    services_of,
+    session_guard,
+)
+from hades.http.dashboard.feed import stream_frames
+from hades.http.dashboard.log_routes import log_stream, logs
+from hades.http.dashboard.session import COOKIE, check_password, client_address
 from hades.http.dashboard.summaries import job_detail, job_summary, metrics, recent_jobs, unknown_job
 from hades.http.deliveries import delivery_rows
-from hades.http.follow import Batch, Heartbeat, log_items
-from hades.http.jobs import is_job_id, whole_job
-from hades.http.services import ApiServices
-from hades.http.stage_views import pipeline_fields, pipeline_logs, pipeline_state
+from hades.http.jobs import whole_job
+from hades.http.stage_views import pipeline_fields
 from hades.http.views import event_row, parse_moment
-from hades.http.wire import (
-    CANCEL_REQUEST,
-    DASHBOARD_REFUSALS,
+from hades.http.wire.answers import (
     EVENT_STREAM,
     INVALID_JOB_ID,
     JOB_NOT_FOUND,
-    LOGIN,
-    CancelAccepted,
     Conflict,
-    DashboardDeliveries,
-    DashboardJobs,
     Error,
-    Events,
-    LoggedOut,
-    Logs,
-    Session,
     json_answer,
-    reads,
     text_answer,
 )
+from hades.http.wire.bodies import CANCEL_REQUEST, LOGIN, reads
+from hades.http.wire.dashboard import DASHBOARD_REFUSALS, DashboardDeliveries, DashboardJobs, LoggedOut, Session
+from hades.http.wire.jobs import CancelAccepted, Events
 
 STATIC = Path(__file__).parent / "static"
 MAX_JOBS = 500
-
-
-class DashboardError(HTTPException):
-    """An ``/api`` refusal, answered as ``{"error": ...}``."""
-
-
-def dashboard_error(_request: Request[Any, Any, State], error: DashboardError) -> Response[dict[str, str]]:
-    """``{"error": detail}`` with the error's status."""
-    return Response(content={"error": error.detail}, status_code=error.status_code, headers=error.headers or {})
-
-
-def _dashboard(connection: ASGIConnection[Any, Any, Any, Any]) -> Dashboard:
-    dashboard: Dashboard | None = connection.app.state.dashboard
-    if dashboard is None:
-        raise DashboardError(status_code=503, detail="dashboard is not configured")
-    return dashboard
-
-
-def _services(connection: ASGIConnection[Any, Any, Any, Any]) -> ApiServices:
-    services: ApiServices = connection.app.state.services
-    return services
-
-
-def session_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """A valid session cookie, or 401 with the Go dashboard's two messages."""
-    dashboard = _dashboard(connection)
-    token = connection.cookies.get(COOKIE)
-    if not token:
-        raise DashboardError(status_code=401, detail="authentication required")
-    try:
-        connection.state.user = verify_session(dashboard.config.secret, token, time.time())
-    except InvalidSession:
-        raise DashboardError(status_code=401, detail="invalid or expired session") from None
-
-
-def same_origin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """State-changing requests from another site are refused even if a browser sent the cookie along."""
-    origin = connection.headers.get("origin")
-    if origin and urlsplit(origin).netloc != connection.headers.get("host"):
-        raise DashboardError(status_code=403, detail="cross-origin request refused")
-
-
-def _job_id(job_id: str) -> str:
-    if not is_job_id(job_id):
-        raise DashboardError(status_code=400, detail="invalid job id")
-    return job_id
 
 
 # --- auth -----------------------------------------------------------------------------------------------------
@@ -129,7 +75,7 @@ def _job_id(job_id: str) -> str:
 )
 async def login(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     """Lockout first (429 even with the right password), then 400 / 401 / 200 with the session cookie."""
-    dashboard = _dashboard(request)
+    dashboard = dashboard_of(request)
     client = client_address(
         request.client.host if request.client else None,
         request.headers.get("x-forwarded-for"),
@@ -178,7 +124,7 @@ async def login(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
 )
 async def logout(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
     """Clears the cookie; the token itself stays valid until it expires (there is no session store)."""
-    config = _dashboard(request).config
+    config = dashboard_of(request).config
     response = Response(content={"status": "ok"})
     response.set_cookie(COOKIE, "", path="/", max_age=-1, secure=config.cookie_secure, httponly=True, samesite="strict")
     return response
@@ -192,7 +138,7 @@ async def logout(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
 )
 def session(request: Request[Any, Any, State]) -> dict[str, str]:
     """Who is logged in, and the version."""
-    return {"username": request.state.user, "version": _dashboard(request).config.version}
+    return {"username": request.state.user, "version": dashboard_of(request).config.version}
 
 
 # --- jobs -----------------------------------------------------------------------------------------------------
@@ -214,7 +160,7 @@ def list_jobs(
     """Newest first (by finished, else started, else queued time), ``?status=`` case-insensitive."""
     if limit < 1 or limit > 10_000:
         raise DashboardError(status_code=400, detail="invalid limit: must be between 1 and 10000")
-    dashboard, services = _dashboard(request), _services(request)
+    dashboard, services = dashboard_of(request), services_of(request)
     now = services.clock.now()
     jobs, total = recent_jobs(services.jobs.jobs.values(), now, dashboard.config.job_retention, status, limit)
     redactor = dashboard.config.redactor
@@ -232,7 +178,7 @@ def list_jobs(
 )
 async def job(request: Request[Any, Any, State], job_id: FromPath[str], at: FromQuery[str | None] = None) -> Any:
     """The redacted detail; with ``?at=<ISO time>`` the job as it was then, folded from its history."""
-    dashboard, services = _dashboard(request), _services(request)
+    dashboard, services = dashboard_of(request), services_of(request)
     moment = None
     if at is not None:
         moment = parse_moment(at)
@@ -279,7 +225,7 @@ async def deliveries(request: Request[Any, Any, State], job_id: FromPath[str]) -
 
 
 async def _history(request: Request[Any, Any, State], job_id: str) -> list[Recorded]:
-    history = await _services(request).store.history(_job_id(job_id))
+    history = await services_of(request).store.history(checked_job_id(job_id))
     if not history:
         raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
     return history
@@ -289,7 +235,7 @@ def _redacted(
     request: Request[Any, Any, State], rows: list[dict[str, Any]], keys: tuple[str, ...]
 ) -> list[dict[str, Any]]:
     """The rows with their free-text ``keys`` scrubbed of inline secrets."""
-    redactor = _dashboard(request).config.redactor
+    redactor = dashboard_of(request).config.redactor
     for row in rows:
         for key in keys:
             if isinstance(row.get(key), str):
@@ -317,69 +263,7 @@ async def cancel(request: Request[Any, Any, State], job_id: FromPath[str]) -> Re
     if "application/json" not in request.headers.get("content-type", ""):
         raise DashboardError(status_code=415, detail="send the cancel request as application/json")
     user = f"dashboard:{request.state.user}"
-    return await request_cancel(_services(request), job_id, user, reason_from_body(await request.body()))
-
-
-# --- logs -----------------------------------------------------------------------------------------------------
-
-
-@get(
-    "/api/jobs/{job_id:str}/logs",
-    guards=[session_guard],
-    responses={
-        200: json_answer(Logs, "One Log per step"),
-        400: INVALID_JOB_ID,
-        **DASHBOARD_REFUSALS,
-    },
-)
-async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
-    """``{"logs": [Log...]}``, one per step in order, verbatim (logs are not redacted, as in the Go dashboard)."""
-    services = _services(request)
-    pipeline = await pipeline_state(services, _job_id(job_id))
-    if pipeline is not None:
-        return {"logs": await pipeline_logs(services, pipeline)}
-    batches = await services.logs.read(_job_id(job_id))
-    return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
-
-
-@get(
-    "/api/jobs/{job_id:str}/logs/stream",
-    guards=[session_guard],
-    responses={
-        200: text_answer("log frames, then an end frame", EVENT_STREAM),
-        400: INVALID_JOB_ID,
-        404: JOB_NOT_FOUND,
-        **DASHBOARD_REFUSALS,
-    },
-)
-async def log_stream(request: Request[Any, Any, State], job_id: FromPath[str]) -> ServerSentEvent:
-    """The job's batches from the first, then live; an ``end`` frame once it has ended and all were sent."""
-    services = _services(request)
-    if services.jobs.get(_job_id(job_id)) is None:
-        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
-    frames = _log_frames(services, job_id, _dashboard(request).heartbeat)
-    return ServerSentEvent(frames, headers={"Connection": "keep-alive"})
-
-
-async def _log_frames(
-    services: ApiServices, job_id: str, heartbeat: float
-) -> AsyncGenerator[ServerSentEventMessage, None]:
-    try:
-        async for frame in _follow(services, job_id, heartbeat):
-            yield frame
-    except ConnectionClosedError:
-        return  # the server is shutting down: the browser reconnects to another replica or later
-
-
-async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> AsyncGenerator[ServerSentEventMessage, None]:
-    async for item in log_items(services, job_id, heartbeat):
-        if isinstance(item, Batch):
-            frame = {"type": "log", "job": EMPTY_JOB, "log": item.log.model_dump(mode="json", exclude={"step_id"})}
-            yield ServerSentEventMessage(data=json.dumps(frame))
-        elif isinstance(item, Heartbeat):
-            yield ServerSentEventMessage(comment="ping", data=None)
-        else:
-            yield ServerSentEventMessage(data=json.dumps({"type": "end", "job": {"id": job_id, "status": item.status}}))
+    return await request_cancel(services_of(request), job_id, user, reason_from_body(await request.body()))
 
 
 # --- metrics and the live feed --------------------------------------------------------------------------------
@@ -393,7 +277,7 @@ async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> Async
 )
 def api_metrics(request: Request[Any, Any, State]) -> dict[str, Any]:
     """Counts per status, queue depth, durations, throughput, connected stream clients."""
-    dashboard, services = _dashboard(request), _services(request)
+    dashboard, services = dashboard_of(request), services_of(request)
     return metrics(services.views, services.clock.now(), len(dashboard.feed.subscribers))
 
 
@@ -404,7 +288,7 @@ def api_metrics(request: Request[Any, Any, State]) -> dict[str, Any]:
 )
 async def stream(request: Request[Any, Any, State]) -> ServerSentEvent:
     """A metrics frame, then job frames as jobs change and metrics every 5 s, ``: ping`` every 25 s."""
-    dashboard, services = _dashboard(request), _services(request)
+    dashboard, services = dashboard_of(request), services_of(request)
 
     def current() -> dict[str, Any]:
         return metrics(services.views, services.clock.now(), len(dashboard.feed.subscribers))
@@ -430,7 +314,7 @@ async def stream(request: Request[Any, Any, State]) -> ServerSentEvent:
 )
 async def api_unknown(request: Request[Any, Any, State], path: FromPath[str]) -> Response[dict[str, str]]:
     """503 for every ``/api`` path while the dashboard is off; 404 for unknown ones while it is on."""
-    _dashboard(request)
+    dashboard_of(request)
     raise DashboardError(status_code=404, detail="not found")
 
 

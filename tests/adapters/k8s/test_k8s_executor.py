@@ -22,7 +22,8 @@ from hades.core.ports import ExecutionError
 from hades.core.spec import JobSpec, Priority, Step
 from hades.core.state import JobState, Status
 from tests.conftest import eventually
-from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+from tests.support.k8s_api import KubeApi
+from tests.support.kubelet import Kubelet, Outcome
 
 NAMESPACE = "hades-test"
 SETTINGS = PodSettings(namespace=NAMESPACE, executor_id="k8s-test")

@@ -16,7 +16,8 @@ from hades.adapters.nats.log_store import NatsLogStore
 from hades.core.events import StepFinished
 from hades.core.logs import coalesce
 from tests.conftest import StartHades, eventually
-from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+from tests.support.k8s_api import KubeApi
+from tests.support.kubelet import Kubelet, Outcome
 
 
 def kubeconfig(path: Path, server: str) -> Path:

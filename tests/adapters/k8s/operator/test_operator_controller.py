@@ -44,7 +44,8 @@ from hades.core.spec import JobSpec, Step
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
 from tests.conftest import eventually
-from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+from tests.support.k8s_api import KubeApi
+from tests.support.kubelet import Kubelet, Outcome
 
 NAMESPACE = "ops"
 GROUP = "build.hades.tum.de/v1"

@@ -19,7 +19,8 @@ from hades.core.logs import coalesce
 from hades.runtime import Roles
 from tests.adapters.k8s.test_k8s_pipeline import kubeconfig
 from tests.conftest import StartHades, eventually, free_port
-from tests.support.k8s_api import KubeApi, Kubelet, Outcome
+from tests.support.k8s_api import KubeApi
+from tests.support.kubelet import Kubelet, Outcome
 
 NAMESPACE = "pipeline"
 GROUP = "build.hades.tum.de/v1"

@@ -1,0 +1,310 @@
+"""Reading a job request as the Go Hades does: ``parse_job_request`` (``POST /build``) and ``parse_stages_request``.
+
+The body is decoded as Go's encoding/json decodes into the Go structs (strict types, int64 ranges, case-insensitive
+field names, ``null`` leaves a field as it was, unknown fields ignored); the decoded job is then checked by
+``hades.core.spec.validate_job_spec``, in the Go order. Every failure is a SpecError whose message is the exact
+plain-text 400 body of the Go API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from hades.core.artifacts import decode_artifacts, decode_inputs, decode_when
+from hades.core.errors import SpecError
+from hades.core.spec import INVALID_JSON_BODY, JobSpec, validate_job_spec
+from hades.core.stages import Stage
+from hades.core.steps import Step
+
+__all__ = ["parse_job_request", "parse_stages_request"]
+
+
+# -- Go scalar types -----------------------------------------------------------------------------------------
+
+_UUID36 = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID32 = re.compile(rb"[0-9a-fA-F]{32}")
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _go_uuid(value: object) -> object:
+    """Read a UUID string as github.com/google/uuid does.
+
+    It takes the plain form, ``urn:uuid:`` plus it, it wrapped in one character each side, or 32 hex digits.
+    """
+    if value is None or isinstance(value, UUID):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a UUID must be a string")
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) == 45 and raw[:9].lower() == b"urn:uuid:":
+        raw = raw[9:]
+    elif len(raw) == 38:
+        raw = raw[1:37]  # Go drops the first and last byte without looking at them
+    if _UUID36.fullmatch(raw) or _UUID32.fullmatch(raw):
+        return UUID(raw.decode())
+    raise ValueError(f"invalid UUID: {value!r}")
+
+
+def _go_time(value: object) -> object:
+    """Read a timestamp as Go's time.Time.UnmarshalJSON does: strict RFC 3339, always with a zone."""
+    if value is None or (isinstance(value, datetime) and value.tzinfo is not None):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a timestamp must be an RFC 3339 string with a zone")
+    match = _RFC3339.fullmatch(value)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 time: {value!r}")
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    micros = int((match[7] or "")[:6].ljust(6, "0"))  # Go keeps nanoseconds; Python has microseconds
+    return datetime(year, month, day, hour, minute, second, micros, tzinfo=_go_zone(match[8]))
+
+
+def _go_zone(zone: str) -> timezone:
+    if zone == "Z":
+        return UTC
+    hours, minutes = int(zone[1:3]), int(zone[4:6])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"zone offset out of range: {zone}")
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if zone[0] == "-" else offset)
+
+
+# -- decoding, as encoding/json decodes into the Go structs --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _JSONObject:
+    """A JSON object: its members in document order, repeated keys kept (Go decodes every one of them)."""
+
+    members: list[tuple[str, Any]]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Go matches field names case-insensitively: ASCII letters, plus the four runes that fold onto ASCII ones.
+_FOLD = str.maketrans(
+    {chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)}
+    | {"\u017f": "S", "\u212a": "K", "\u0130": "I", "\u0131": "I"}
+)
+_FOLDED_FIELDS = {
+    model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step, Stage)
+}
+_Model = type[JobSpec] | type[Step] | type[Stage]
+
+
+def _bind_error() -> SpecError:
+    return SpecError(INVALID_JSON_BODY)
+
+
+def _go_text(s: str) -> str:
+    """Go decodes an unpaired surrogate escape to U+FFFD; Python keeps it, and nothing can encode it later."""
+    return _LONE_SURROGATE.sub("\ufffd", s)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JSONObject:
+    return _JSONObject([(_go_text(key), _go_text(v) if isinstance(v, str) else v) for key, v in pairs])
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _load_json(body: bytes) -> Any:
+    try:
+        text = body.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_json_object, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _bind_error() from exc
+
+
+def _field_name(model: _Model, key: str) -> str | None:
+    """The field a JSON key sets: an exact match first, else a case-insensitive one, as in Go."""
+    if key in model.model_fields:
+        return key
+    return _FOLDED_FIELDS[model].get(key.translate(_FOLD))
+
+
+def _decode_struct(model: _Model, value: Any, into: dict[str, Any]) -> dict[str, Any]:
+    """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top."""
+    if not isinstance(value, _JSONObject):
+        raise _bind_error()
+    decoded = dict(into)
+    for key, member in value.members:
+        name = _field_name(model, key)
+        # Unknown keys are skipped; null leaves the field as it was.
+        if name is not None and member is not None:
+            decoded[name] = _decode_field(model, name, member, decoded.get(name))
+    return decoded
+
+
+def _decode_field(model: _Model, name: str, value: Any, current: Any) -> Any:
+    if name == "metadata":
+        return _decode_metadata(value, current or {})
+    if name == "steps":
+        return _decode_steps(value, current or [])
+    if name == "constraints":
+        return _decode_constraints(value)
+    if name == "resources":
+        return _decode_resources(value)
+    if name == "stages" and model is JobSpec:
+        return _decode_stages(value)
+    if name == "needs" and model is Stage:
+        return _decode_needs(value)
+    if name in _ARTIFACT_DECODERS:
+        return _ARTIFACT_DECODERS[name](value)
+    try:  # a scalar: Go's reading of ids and times, then the model's own field definition
+        read = _GO_READERS.get(name) if model is JobSpec else None
+        return getattr(model.model_validate({name: read(value) if read else value}), name)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        raise _bind_error() from exc
+
+
+_GO_READERS: dict[str, Callable[[object], object]] = {"id": _go_uuid, "timestamp": _go_time}
+
+
+def _decode_metadata(value: Any, current: dict[str, str]) -> dict[str, str]:
+    if not isinstance(value, _JSONObject):
+        raise _bind_error()
+    merged = dict(current)  # Go decodes into the map it already has
+    for key, item in value.members:
+        if item is not None and not isinstance(item, str):
+            raise _bind_error()
+        merged[key] = item or ""  # Go stores "" for a null map value
+    return merged
+
+
+def _decode_steps(value: Any, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise _bind_error()
+    steps = []
+    for index, item in enumerate(value):  # Go decodes element i on top of the existing element i
+        existing = current[index] if index < len(current) else {}
+        steps.append(existing if item is None else _decode_struct(Step, item, existing))
+    return steps
+
+
+# Ours, not Go's: decoding errors of these name the problem instead of "Invalid JSON body". Nomad's JSON API
+# names (LTarget, Operand, RTarget) are read too.
+_CONSTRAINT_KEYS = {
+    "attribute": "attribute",
+    "ltarget": "attribute",
+    "operator": "operator",
+    "operand": "operator",
+    "value": "value",
+    "rtarget": "value",
+}
+_CONSTRAINTS_SHAPE = 'must be a list of objects such as {"attribute": "os", "operator": "=", "value": "linux"}'
+
+
+def _decode_constraints(value: Any) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+        raise SpecError(f"Invalid constraints: {_CONSTRAINTS_SHAPE}")
+    constraints = []
+    for index, item in enumerate(value):
+        fields: dict[str, str] = {}
+        for key, member in item.members:
+            name = _CONSTRAINT_KEYS.get(key.lower())
+            if name is None or member is None:
+                continue
+            if not isinstance(member, str):
+                raise SpecError(f"Invalid constraints[{index}]: {key} must be a string")
+            fields[name] = member
+        constraints.append(fields)
+    return constraints
+
+
+def _decode_resources(value: Any) -> dict[str, Any]:
+    if not isinstance(value, _JSONObject):
+        raise SpecError('Invalid resources: must be an object such as {"cpu": 2, "memory": "4g"}')
+    fields: dict[str, Any] = {}
+    for key, member in value.members:
+        name = key.lower()
+        if name == "cpu" and member is not None:
+            number = isinstance(member, int | float) and not isinstance(member, bool)
+            if not number or not math.isfinite(member):
+                raise SpecError("Invalid resources: cpu must be a number of cores")
+            fields["cpu"] = member
+        elif name == "memory" and member is not None:
+            if not isinstance(member, str):
+                raise SpecError('Invalid resources: memory must be a size string such as "512m" or "2g"')
+            fields["memory"] = member
+    return fields
+
+
+_STAGES_SHAPE = 'must be a list of objects such as {"name": "build", "steps": [...], "needs": []}'
+
+
+def _decode_stages(value: Any) -> list[dict[str, Any]]:
+    """``stages`` (ours): a list of objects, each decoded as the job's own fields are, plus ``name`` and ``needs``."""
+    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+        raise SpecError(f"Invalid stages: {_STAGES_SHAPE}")
+    return [_decode_struct(Stage, item, {}) for item in value]
+
+
+def _decode_needs(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SpecError('Invalid needs: must be a list of stage names, such as ["build"]')
+    return list(value)
+
+
+_ARTIFACT_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "artifacts": decode_artifacts,
+    "artifacts_when": decode_when,
+    "inputs": lambda value: decode_inputs(value, lambda item: item.members if isinstance(item, _JSONObject) else None),
+}
+
+
+def _decode_job(body: bytes) -> JobSpec:
+    raw = _load_json(body)
+    top = _JSONObject([]) if raw is None else raw  # Go: a top-level null decodes to the zero struct
+    fields = _decode_struct(JobSpec, top, {})
+    try:
+        return JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise _bind_error() from exc
+
+
+def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
+    """Decode a ``POST /jobs/{id}/stages`` body: ``{"stages": [...], "stage": "<the adding stage>"}``; the stages
+    decode as a pipeline's do. Raises SpecError naming the problem (the checks against the pipeline come later)."""
+    raw = _load_json(body)
+    if not isinstance(raw, _JSONObject):
+        raise SpecError(f'Invalid body: must be an object such as {{"stages": [...]}}; stages {_STAGES_SHAPE}')
+    members = {key.lower(): value for key, value in raw.members}
+    by = members.get("stage")
+    if by is not None and not isinstance(by, str):
+        raise SpecError("Invalid stage: must be the adding stage's name (its HADES_STAGE)")
+    decoded = _decode_stages(members.get("stages"))
+    if not decoded:
+        raise SpecError("Invalid stages: name at least one stage to add")
+    try:
+        return tuple(Stage.model_validate(fields) for fields in decoded), by
+    except ValidationError as error:
+        raise _bind_error() from error
+
+
+# -- the entry point ---------------------------------------------------------------------------------------
+
+
+def parse_job_request(body: bytes) -> JobSpec:
+    """Decode and validate a ``POST /build`` body.
+
+    Raises SpecError whose message is the Go API's plain-text 400 body: ``Invalid JSON body`` for anything
+    that does not decode (empty, not UTF-8, not JSON, wrong types, out-of-range integers), otherwise the
+    first problem ``validate_job_spec`` finds.
+    """
+    spec = _decode_job(body)
+    problem = validate_job_spec(spec)
+    if problem is not None:
+        raise SpecError(problem)
+    return spec
