@@ -29,6 +29,9 @@ from hades.runtime import Roles, serve
 from hades.tracing import Tracing
 from tests.support.docker_env import BUSYBOX_TAG, SEED_TAGS, ensure_test_images, require_docker
 
+#: A nats-server of a test's own (``fresh_nats``, ``js``), for tests that change the topology.
+pytest_plugins = ["tests.support.fresh_nats"]
+
 
 def free_port() -> int:
     """A loopback port that was free a moment ago."""

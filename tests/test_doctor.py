@@ -8,8 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,31 +16,9 @@ from nats.js import JetStreamContext
 from hades import doctor_checks
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.heartbeats import Heartbeats
-from hades.adapters.nats.server import EmbeddedNats, start_nats
-from hades.adapters.nats.topology import LOGS_STREAM, apply, load_topology
+from hades.adapters.nats.server import EmbeddedNats
+from hades.adapters.nats.topology import LOGS_STREAM
 from tests.conftest import free_port
-
-
-@pytest.fixture
-def fresh_nats() -> Iterator[EmbeddedNats]:
-    """A nats-server of this test's own, since some tests change its topology."""
-    with tempfile.TemporaryDirectory(prefix="hades-doctor-") as store:
-        server = start_nats(Path(store))
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
-@pytest.fixture
-async def js(fresh_nats: EmbeddedNats) -> AsyncIterator[JetStreamContext]:
-    """JetStream on the fresh server, with streams.yaml applied."""
-    nc = await connect(fresh_nats.url)
-    try:
-        await apply(nc.jetstream(), load_topology())
-        yield nc.jetstream()
-    finally:
-        await nc.close()
 
 
 def doctor(tmp_path: Path, nats_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,39 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import pytest
 from nats.js import JetStreamContext
 
-from hades.adapters.nats.connection import connect
-from hades.adapters.nats.server import EmbeddedNats, start_nats
-from hades.adapters.nats.topology import LOGS_STREAM, apply, load_topology
+from hades.adapters.nats.server import EmbeddedNats
+from hades.adapters.nats.topology import LOGS_STREAM
 from tests.conftest import free_port
-
-
-@pytest.fixture
-def fresh_nats() -> Iterator[EmbeddedNats]:
-    """A nats-server of this test's own, since the tests change its topology."""
-    with tempfile.TemporaryDirectory(prefix="hades-show-") as store:
-        server = start_nats(Path(store))
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
-@pytest.fixture
-async def js(fresh_nats: EmbeddedNats) -> AsyncIterator[JetStreamContext]:
-    """JetStream on the fresh server, with streams.yaml applied."""
-    nc = await connect(fresh_nats.url)
-    try:
-        await apply(nc.jetstream(), load_topology())
-        yield nc.jetstream()
-    finally:
-        await nc.close()
 
 
 def hades(tmp_path: Path, nats_url: str, *args: str) -> subprocess.CompletedProcess[str]:
