@@ -17,30 +17,19 @@ import uvicorn
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry
 
-from hades.adapters.docker.containers import DockerDefaults
-from hades.adapters.docker.executor import DockerExecutor
 from hades.adapters.http_delivery import HttpDelivery
-from hades.adapters.k8s.executor import K8sExecutor
-from hades.adapters.k8s.operator.controller import OperatorSettings
-from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
-from hades.adapters.k8s.placement import accepts as k8s_places
-from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.connection import UNAVAILABLE, connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
-from hades.adapters.nats.interruptions import JobInterruptions
 from hades.adapters.nats.log_store import NatsLogStore
-from hades.adapters.nats.pipeline_tokens import StageEnvironment, token_key
+from hades.adapters.nats.pipeline_tokens import token_key
 from hades.adapters.nats.pools import Pools
-from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.nats.snapshots import SnapshotStore
 from hades.adapters.nats.topology import load_topology, verify
-from hades.adapters.process.executor import ProcessExecutor
 from hades.clock import SystemClock
 from hades.config import Settings
-from hades.core.logs import LogBudget
-from hades.core.ports import Executor
+from hades.executor_role import executor_worker, run_operator_role
 from hades.http.app import LOG_MANAGER_ROUTES, create_app
 from hades.http.dashboard.config import DashboardConfig
 from hades.http.dashboard.dashboard import Dashboard
@@ -53,10 +42,8 @@ from hades.projections.snapshot import restore, take
 from hades.projections.views import ReadModels
 from hades.timing_log import TimingLog
 from hades.tracing import TRACING_OFF, Tracing, setup_tracing
-from hades.workers.artifacts import Artifacts
-from hades.workers.attempt import AttemptRunner
 from hades.workers.consumer import PullConsumer
-from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
+from hades.workers.executor import ExecutorWorker
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_consumer
 from hades.workers.pipelines import PipelineCoordinator, pipelines_consumer
 from hades.workers.scheduler import scheduler_consumer
@@ -174,10 +161,10 @@ async def _serve(
             await consumer.start()
             tasks.append(asyncio.create_task(consumer.run(), name=name))
         if roles.executor:
-            worker = await _executor(settings, nc, store, clock, stack, tracing, metrics)
+            worker = await executor_worker(settings, nc, store, clock, stack, tracing, metrics)
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
-        operating = _operator(settings, nc, store, clock, tracing) if roles.operator else None
+        operating = run_operator_role(settings, nc, store, clock, tracing) if roles.operator else None
         tasks += [asyncio.create_task(operating, name="operator")] if operating is not None else []
         if roles.api:
             key = await token_key(nc, settings.pipeline_token_key)  # checks the tokens of POST /jobs/{id}/stages
@@ -219,94 +206,6 @@ def _serve_metrics(settings: Settings, roles: Roles, metrics: ProcessMetrics, st
         stack.callback(server.stop)
 
 
-async def _executor(
-    settings: Settings,
-    nc: Client,
-    store: NatsEventStore,
-    clock: SystemClock,
-    stack: contextlib.AsyncExitStack,
-    tracing: Tracing,
-    metrics: ProcessMetrics,
-) -> ExecutorWorker:
-    engine: Executor
-    if settings.executor == "k8s-operator":
-        return await _handoff(settings, nc, store, clock, stack)
-    if settings.executor == "process":
-        engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
-    elif settings.executor == "k8s":
-        engine = await _kubernetes(settings, stack)
-    else:
-        engine = await _docker(settings, stack)
-    logs = NatsLogStore(nc)
-    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    labels = executor_labels(settings.executor_labels)
-    artifacts = Artifacts(
-        ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
-    )
-    stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)
-    interruptions = JobInterruptions(nc)  # two subscriptions for every job this executor runs
-    stack.push_async_callback(interruptions.stop)
-    runner = AttemptRunner(
-        engine,
-        logs.writer,
-        settings.executor_id,
-        interruptions.watch,
-        limits,
-        tracing.tracer,
-        metrics,
-        labels,
-        artifacts,
-        stage_env,
-    )
-    options = ExecutorOptions(
-        executor_id=settings.executor_id,
-        concurrency=settings.concurrency,
-        shutdown_grace=settings.shutdown_grace_seconds,
-        sweep_interval=settings.sweep_seconds,
-        labels=labels,
-        places=k8s_places if settings.executor == "k8s" else None,
-    )
-    cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
-    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc))
-
-
-async def _handoff(
-    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
-) -> ExecutorWorker:
-    """HADES_EXECUTOR=k8s-operator: queued attempts become BuildJobs in K8S_NAMESPACE for ``hades operator``."""
-    options = ExecutorOptions(settings.executor_id, settings.concurrency, settings.shutdown_grace_seconds)
-    namespace, retries = settings.k8s_namespace, settings.max_attempts - 1
-    worker, api = await handoff_worker(nc, store, clock, options, namespace, settings.k8s_kubeconfig, retries)
-    stack.push_async_callback(api.close)
-    return worker
-
-
-async def _operator(
-    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
-) -> None:
-    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder."""
-    operator = OperatorSettings(
-        namespace=settings.k8s_namespace,
-        watch_namespace=settings.watch_namespace or None,
-        delete_on_complete=settings.delete_on_complete,
-        max_parallelism=settings.max_parallelism,
-    )
-    pods = PodSettings(
-        namespace=settings.k8s_namespace,
-        executor_id=settings.executor_id,
-        script_executor=settings.docker_script_executor,
-        image_pull_policy=settings.k8s_image_pull_policy,
-        service_account=settings.k8s_service_account,
-    )
-    process = OperatorProcess(
-        identity=settings.pod_name or settings.executor_id,
-        leader_elect=settings.leader_elect,
-        health_address=settings.health_probe_bind_address,
-    )
-    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    await run_operator(nc, store, clock, operator, pods, process, settings.k8s_kubeconfig, limits, tracing.tracer)
-
-
 async def _read_models(
     settings: Settings, nc: Client, store: NatsEventStore, tasks: list[asyncio.Task[None]]
 ) -> tuple[ReadModels, ProjectionRunner]:
@@ -345,42 +244,6 @@ async def _keep_snapshots(
                 written = at
             except Exception:
                 log.exception("could not write the read-model snapshot; trying again later")
-
-
-async def _docker(settings: Settings, stack: contextlib.AsyncExitStack) -> DockerExecutor:
-    defaults = DockerDefaults(
-        executor_id=settings.executor_id,
-        script_executor=settings.docker_script_executor,
-        cpu_limit=settings.docker_cpu_limit,
-        memory_limit=settings.docker_memory_limit,
-    )
-    defaults.memory_bytes  # noqa: B018 - a bad DOCKER_MEMORY_LIMIT fails at start-up, not per job
-    docker = DockerExecutor(defaults, settings.docker_pull_policy, settings.docker_host)
-    try:
-        await docker.start()
-    except Exception as error:
-        where = settings.docker_host or "the default socket"
-        raise RuntimeError(f"cannot reach the Docker engine at {where}: {error}; is dockerd running?") from error
-    stack.push_async_callback(docker.close)
-    return docker
-
-
-async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K8sExecutor:
-    pods = PodSettings(
-        namespace=settings.k8s_namespace,
-        executor_id=settings.executor_id,
-        script_executor=settings.docker_script_executor,
-        image_pull_policy=settings.k8s_image_pull_policy,
-        service_account=settings.k8s_service_account,
-    )
-    engine = K8sExecutor(pods, kubeconfig=settings.k8s_kubeconfig, pull_grace=settings.k8s_pull_grace_seconds)
-    try:
-        await engine.start()
-    except Exception as error:
-        await engine.close()
-        raise RuntimeError(f"cannot use the Kubernetes API for namespace {settings.k8s_namespace}: {error}") from error
-    stack.push_async_callback(engine.close)
-    return engine
 
 
 def _notifier(
