@@ -22,6 +22,7 @@ from hades.adapters.nats.interruptions import JobInterruptions
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.pipeline_tokens import StageEnvironment
 from hades.adapters.nats.pools import Pools
+from hades.adapters.nats.shared_keys import deployment_id
 from hades.adapters.nats.slots import SlotLeases
 from hades.adapters.process.executor import ProcessExecutor
 from hades.clock import SystemClock
@@ -52,7 +53,7 @@ async def executor_worker(
     elif settings.executor == "k8s":
         engine = await _kubernetes(settings, stack)
     else:
-        engine = await _docker(settings, stack)
+        engine = await _docker(settings, stack, await deployment_id(nc))
     logs = NatsLogStore(nc)
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
     labels = executor_labels(settings.executor_labels)
@@ -123,9 +124,10 @@ async def run_operator_role(
     await run_operator(nc, store, clock, operator, pods, process, settings.k8s_kubeconfig, limits, tracing.tracer)
 
 
-async def _docker(settings: Settings, stack: contextlib.AsyncExitStack) -> DockerExecutor:
+async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> DockerExecutor:
     defaults = DockerDefaults(
         executor_id=settings.executor_id,
+        deployment=deployment,
         script_executor=settings.docker_script_executor,
         cpu_limit=settings.docker_cpu_limit,
         memory_limit=settings.docker_memory_limit,

@@ -15,6 +15,10 @@ LABEL_JOB = "hades.job_id"
 LABEL_EXECUTOR = "hades.executor_id"
 LABEL_ATTEMPT = "hades.attempt"
 LABEL_STEP = "hades.step_index"
+#: Which Hades (which event log) the container belongs to: the sweep removes only its own deployment's leftovers,
+#: so two Hades sharing one Docker engine (staging beside production, a laptop's ``hades up`` beside CI) never remove
+#: each other's running containers.
+LABEL_DEPLOYMENT = "hades.deployment"
 #: The keys the Go scheduler injected into job metadata; never passed on to a container's environment.
 PRIORITY_KEYS = ("hades.tum.de/priority", "hades.tum.de/priorityName")
 
@@ -27,6 +31,7 @@ class DockerDefaults:
     script_executor: str = "/bin/sh -c"
     cpu_limit: int | None = None
     memory_limit: str | None = None
+    deployment: str = ""  # the event log's deployment id (``hades.adapters.nats.shared_keys``); "" labels none
 
     @property
     def memory_bytes(self) -> int | None:
@@ -39,9 +44,10 @@ def volume_name(job_id: str, attempt: int) -> str:
     return f"hades-{job_id}-{attempt}"
 
 
-def labels(job: JobState, executor_id: str) -> dict[str, str]:
+def labels(job: JobState, defaults: DockerDefaults) -> dict[str, str]:
     """What marks a container or volume as this attempt's, for cleanup and for the sweep after a crash."""
-    return {LABEL_JOB: job.job_id, LABEL_EXECUTOR: executor_id, LABEL_ATTEMPT: str(job.attempt)}
+    marks = {LABEL_JOB: job.job_id, LABEL_EXECUTOR: defaults.executor_id, LABEL_ATTEMPT: str(job.attempt)}
+    return marks | ({LABEL_DEPLOYMENT: defaults.deployment} if defaults.deployment else {})
 
 
 def container_name(job: JobState, index: int) -> str:
@@ -96,7 +102,7 @@ def container_config(job: JobState, index: int, defaults: DockerDefaults) -> dic
         "Image": image_reference(step.image),
         "Env": step_env(job, step),
         "WorkingDir": SHARED_PATH,
-        "Labels": {**labels(job, defaults.executor_id), LABEL_STEP: str(index)},
+        "Labels": {**labels(job, defaults), LABEL_STEP: str(index)},
         "HostConfig": host_config(step, volume_name(job.job_id, job.attempt), defaults),
     }
     if step.script.strip():

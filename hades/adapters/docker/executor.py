@@ -25,6 +25,7 @@ from aiodocker.containers import DockerContainer
 from aiodocker.exceptions import DockerError
 
 from hades.adapters.docker.containers import (
+    LABEL_DEPLOYMENT,
     LABEL_EXECUTOR,
     LABEL_JOB,
     SHARED_PATH,
@@ -168,7 +169,7 @@ class DockerExecutor:
                     self.docker.volumes.create(
                         {
                             "Name": volume_name(job.job_id, job.attempt),
-                            "Labels": labels(job, self._defaults.executor_id),
+                            "Labels": labels(job, self._defaults),
                         }
                     )
                 )
@@ -216,7 +217,7 @@ class DockerExecutor:
         """Remove the attempt's containers (only this executor's: another may run a later attempt), then its volume."""
         if self._removals:  # let the step removals under way finish first: a volume in use cannot be deleted
             await asyncio.wait(self._removals, timeout=30)
-        mine = [f"{key}={value}" for key, value in labels(job, self._defaults.executor_id).items()]
+        mine = [f"{key}={value}" for key, value in labels(job, self._defaults).items()]
         for container in await self.docker.containers.list(all=True, filters={"label": mine}):
             await self._remove(container)
         try:
@@ -261,7 +262,7 @@ class DockerExecutor:
         config: dict[str, Any] = {
             "Image": image_reference(job.spec.steps[0].image),
             "Cmd": ["true"],
-            "Labels": labels(job, self._defaults.executor_id),
+            "Labels": labels(job, self._defaults),
             "NetworkDisabled": True,
             "HostConfig": {
                 "Mounts": [{"Type": "volume", "Source": volume_name(job.job_id, job.attempt), "Target": SHARED_PATH}]
@@ -284,11 +285,12 @@ class DockerExecutor:
             owner, job_id = found.get(LABEL_EXECUTOR), found.get(LABEL_JOB)
             return owner not in live_executors if owner != me else not running(job_id or "")
 
-        for container in await self.docker.containers.list(all=True, filters={"label": [LABEL_JOB]}):
+        ours = [LABEL_JOB] + ([f"{LABEL_DEPLOYMENT}={self._defaults.deployment}"] if self._defaults.deployment else [])
+        for container in await self.docker.containers.list(all=True, filters={"label": ours}):
             if stale(container._container.get("Labels") or {}):
                 await self._remove(container)
                 removed += 1
-        volumes = (await self.docker.volumes.list(filters={"label": LABEL_JOB})).get("Volumes") or []
+        volumes = (await self.docker.volumes.list(filters={"label": ours})).get("Volumes") or []
         for volume in volumes:
             if stale(volume.get("Labels") or {}):
                 with contextlib.suppress(DockerError):

@@ -8,19 +8,15 @@ event: executors compute it when they start a stage's step and hand it over in t
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import secrets
-import time
 
 from nats.aio.client import Client
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 
-BUCKET = "HADES_SECRETS"
+from hades.adapters.nats.shared_keys import shared_value
+
 KEY = "pipeline-token-key"
-_CREATED_PATIENCE = 20.0  # seconds to wait for another process's key to reach the replica that answers
-_CREATED_RETRY = 0.2
 
 
 def pipeline_token(key: bytes, pipeline_id: str) -> str:
@@ -37,25 +33,7 @@ async def token_key(nc: Client, configured: str = "") -> bytes:
     """The shared key: the setting when given, else the one in ``HADES_SECRETS`` (made there the first time)."""
     if configured:
         return configured.encode()
-    kv = await nc.jetstream().key_value(BUCKET)
-    deadline = time.monotonic() + _CREATED_PATIENCE
-    while True:
-        try:
-            entry = await kv.get(KEY)
-        except KeyNotFoundError:
-            made = secrets.token_hex(32).encode()
-            try:
-                await kv.create(KEY, made)
-            except KeyWrongLastSequenceError:  # another process made it first: use theirs, once we can read it
-                if time.monotonic() >= deadline:
-                    raise
-                # on an R3 bucket a direct get may be answered by a replica that has not got it yet
-                await asyncio.sleep(_CREATED_RETRY)
-                continue
-            return made
-        if entry.value:
-            return bytes(entry.value)
-        raise RuntimeError(f"{BUCKET} holds an empty {KEY}; delete it and restart (or set HADES_PIPELINE_TOKEN_KEY)")
+    return await shared_value(nc, KEY, lambda: secrets.token_hex(32).encode())
 
 
 class StageEnvironment:
