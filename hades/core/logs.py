@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -40,7 +41,27 @@ class Log(BaseModel):
 
 
 def parse_timestamp(text: str) -> datetime | None:
-    """An RFC 3339 timestamp with up to nanosecond precision, as UTC; None when it is anything else."""
+    """An RFC 3339 timestamp with up to nanosecond precision, as UTC; None when it is anything else.
+
+    The engine's own shape (``2026-12-03T09:14:51.123456789Z``) takes a short way: the whole seconds are parsed
+    once per second (memoised) and only the fraction per line; anything else is parsed in full. Both give the
+    same answer (a test says so).
+    """
+    if len(text) > 20 and text[19] == "." and text[-1] == "Z":
+        fraction = text[20:-1]
+        if fraction.isascii() and fraction.isdigit():
+            second = _whole_second(text[:19])
+            if second is not None:
+                return second.replace(microsecond=int(fraction[:6].ljust(6, "0")))
+    return _parse_in_full(text)
+
+
+@lru_cache(maxsize=64)
+def _whole_second(text: str) -> datetime | None:
+    return _parse_in_full(text + "Z")
+
+
+def _parse_in_full(text: str) -> datetime | None:
     match = _RFC3339.fullmatch(text)
     if match is None:
         return None
@@ -56,8 +77,9 @@ def parse_timestamp(text: str) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-def parse_line(line: str, stream: OutputStream, now: datetime) -> LogEntry | None:
-    """Parse a runtime line ``<RFC3339Nano> <message>``; blank lines give None (the Go parser drops them).
+def split_line(line: str, now: datetime) -> tuple[datetime, str] | None:
+    """A runtime line ``<RFC3339Nano> <message>`` as its time and message; blank lines give None (the Go parser
+    drops them). A line without a valid prefix is all message, at ``now``.
 
     A structured ``time="..." level="..." msg="..."`` message keeps the application's own time.
     """
@@ -68,16 +90,25 @@ def parse_line(line: str, stream: OutputStream, now: datetime) -> LogEntry | Non
     stamp = parse_timestamp(stamp_text)
     if stamp is None:
         stamp, message = now, line
-    structured = _STRUCTURED.match(message)
-    if structured:
-        own = parse_timestamp(structured.group("time"))
-        if own is not None:
-            stamp = own
-            message = message[structured.end("time") + 2 :]
+    if message.startswith("time="):
+        structured = _STRUCTURED.match(message)
+        if structured:
+            own = parse_timestamp(structured.group("time"))
+            if own is not None:
+                stamp = own
+                message = message[structured.end("time") + 2 :]
     message = message.strip()
     if not message:
         return None
-    return LogEntry(timestamp=stamp, message=message, output_stream=stream)
+    return stamp, message
+
+
+def parse_line(line: str, stream: OutputStream, now: datetime) -> LogEntry | None:
+    """:func:`split_line` as a ``LogEntry`` of ``stream``."""
+    split = split_line(line, now)
+    if split is None:
+        return None
+    return LogEntry(timestamp=split[0], message=split[1], output_stream=stream)
 
 
 def coalesce(batches: list[Log]) -> list[Log]:

@@ -11,13 +11,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hades.adapters.docker.executor import DockerExecutor, _Progress, _Seen
+from hades.adapters.docker.logs import Progress, Seen, pump
 
 T = "2026-12-03T09:14:51.123456789Z"
 
 
 def test_since_is_the_last_timestamp_in_seconds_and_nanoseconds() -> None:
-    seen = _Seen()
+    seen = Seen()
     for line in ("2026-12-03T09:14:50Z a", f"{T} b", f"{T} c"):
         seen.add(line)
     whole, _, nanos = seen.since().partition(".")
@@ -27,7 +27,7 @@ def test_since_is_the_last_timestamp_in_seconds_and_nanoseconds() -> None:
 
 
 def test_short_fractions_are_padded_and_no_line_means_from_the_start() -> None:
-    seen = _Seen()
+    seen = Seen()
     assert seen.since() == "0"
     seen.add("2026-12-03T09:14:51.5Z x")
     assert seen.since().endswith(".500000000")
@@ -86,7 +86,7 @@ def since_line(since: str, text: str) -> str:
 
 
 def _epoch(stamp: str) -> str:
-    seen = _Seen()
+    seen = Seen()
     seen.add(f"{stamp} x")
     return seen.since()
 
@@ -112,7 +112,6 @@ def test_every_stored_line_is_handed_on_once_in_order(
     lines = [f"2026-12-03T09:14:5{s}.00000000{s}Z line-{i}" for i, s in enumerate(stamps)]
     container = StoppedContainer(lines, cuts, chunk, final_newline)
     sink = Sink()
-    executor = object.__new__(DockerExecutor)
-    asyncio.run(executor._pump(container, "stdout", sink, _Progress()))  # type: ignore[arg-type]
+    asyncio.run(pump(container, "stdout", sink, Progress()))  # type: ignore[arg-type]
     assert sink.lines == [f"line-{i}" for i in range(len(lines))]
     assert container.reads <= len(cuts) + 2  # the follow, a re-read per early end, one that brings nothing new

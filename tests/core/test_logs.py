@@ -6,6 +6,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hades.adapters.docker.containers import (
     LABEL_ATTEMPT,
@@ -22,7 +24,16 @@ from hades.adapters.docker.containers import (
     volume_name,
 )
 from hades.core.lifecycle import JobState, Status
-from hades.core.logs import Log, LogBudget, LogEntry, OutputStream, coalesce, parse_line
+from hades.core.logs import (
+    Log,
+    LogBudget,
+    LogEntry,
+    OutputStream,
+    _parse_in_full,
+    coalesce,
+    parse_line,
+    parse_timestamp,
+)
 from hades.core.spec import JobSpec, Priority, Step
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -53,6 +64,26 @@ def test_prefixes_keep_microseconds_and_become_utc(prefix: str, expected: dateti
     assert entry.timestamp == expected
     assert entry.timestamp.utcoffset() == timedelta(0)
     assert (entry.message, entry.output_stream) == ("msg", "stderr")
+
+
+_ENGINE_STAMPS = st.builds(
+    lambda moment, fraction: moment.strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z",
+    st.datetimes(),
+    st.text("0123456789", min_size=1, max_size=9),
+)
+_NEAR_MISSES = st.builds(
+    lambda stamp, at, text: stamp[:at] + text + stamp[at + 1 :],
+    _ENGINE_STAMPS,
+    st.integers(0, 29),
+    st.text("0123456789.:TZ+-x٣ ", max_size=2),
+)
+
+
+@given(text=st.one_of(_ENGINE_STAMPS, _NEAR_MISSES, st.text(max_size=32)))
+def test_the_engines_stamps_take_a_short_way_to_the_same_time(text: str) -> None:
+    parsed = parse_timestamp(text)
+    assert parsed == _parse_in_full(text)
+    assert parsed is None or parsed.tzinfo is UTC
 
 
 @pytest.mark.parametrize(
