@@ -56,6 +56,15 @@ def parse_timestamp(text: str) -> datetime | None:
     return _parse_in_full(text)
 
 
+def is_timestamp(text: str) -> bool:
+    """Whether :func:`parse_timestamp` would give a time (without building it, for the engine's own shape)."""
+    if len(text) > 20 and text[19] == "." and text[-1] == "Z":
+        fraction = text[20:-1]
+        if fraction.isascii() and fraction.isdigit():
+            return _whole_second(text[:19]) is not None
+    return _parse_in_full(text) is not None
+
+
 @lru_cache(maxsize=64)
 def _whole_second(text: str) -> datetime | None:
     return _parse_in_full(text + "Z")

@@ -31,6 +31,7 @@ from hades.core.logs import (
     OutputStream,
     _parse_in_full,
     coalesce,
+    is_timestamp,
     parse_line,
     parse_timestamp,
 )
@@ -84,6 +85,7 @@ def test_the_engines_stamps_take_a_short_way_to_the_same_time(text: str) -> None
     parsed = parse_timestamp(text)
     assert parsed == _parse_in_full(text)
     assert parsed is None or parsed.tzinfo is UTC
+    assert is_timestamp(text) == (parsed is not None)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from aiodocker.containers import DockerContainer
 
-from hades.core.logs import OutputStream, parse_timestamp, split_line
+from hades.core.logs import OutputStream, is_timestamp, parse_timestamp, split_line
 from hades.core.ports import StepLogs
 
 #: After a container exits, how long its log streams may go without delivering a line before they are given up
@@ -41,7 +41,7 @@ class Seen:
         stamp = line.partition(" ")[0]
         if stamp == self.stamp:
             self.at_stamp += 1
-        elif parse_timestamp(stamp) is not None:
+        elif is_timestamp(stamp):
             self.stamp, self.at_stamp = stamp, 1
 
     def since(self) -> str:
