@@ -148,7 +148,7 @@ class LogBudget:
 
     def admit(self, message: str) -> str | None:
         """The line as it may be kept (possibly cut, or a notice), or None when the job's cap is used up."""
-        size = len(message.encode())
+        size = len(message) if message.isascii() else len(message.encode())  # isascii is O(1): no copy per line
         if size > self.max_line_bytes:
             message = message.encode()[: self.max_line_bytes].decode(errors="ignore")
             message += f" [hades: line cut at {self.max_line_bytes} of {size} bytes]"

@@ -355,3 +355,10 @@ def test_a_budget_within_its_limits_says_nothing() -> None:
     budget = LogBudget()
     assert budget.admit("hello") == "hello"
     assert budget.closing_notice() is None
+
+
+def test_a_budget_counts_utf8_bytes_not_characters() -> None:
+    budget = LogBudget(max_job_bytes=1000, max_line_bytes=10)
+    assert budget.admit("é" * 5) == "é" * 5  # 10 bytes: at the cap, kept whole
+    assert budget.admit("é" * 6) == "é" * 5 + " [hades: line cut at 10 of 12 bytes]"
+    assert budget.used == 10 + len(("é" * 5 + " [hades: line cut at 10 of 12 bytes]").encode())
