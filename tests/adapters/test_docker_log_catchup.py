@@ -112,6 +112,7 @@ def test_every_stored_line_is_handed_on_once_in_order(
     lines = [f"2026-12-03T09:14:5{s}.00000000{s}Z line-{i}" for i, s in enumerate(stamps)]
     container = StoppedContainer(lines, cuts, chunk, final_newline)
     sink = Sink()
-    asyncio.run(pump(container, "stdout", sink, Progress()))  # type: ignore[arg-type]
+    reads = lambda since: container.log(follow=True, timestamps=True, since=since)  # noqa: E731
+    asyncio.run(pump(reads, "stdout", sink, Progress()))  # type: ignore[arg-type]
     assert sink.lines == [f"line-{i}" for i in range(len(lines))]
     assert container.reads <= len(cuts) + 2  # the follow, a re-read per early end, one that brings nothing new

@@ -32,7 +32,7 @@ from hades.adapters.docker.containers import (
     labels,
     volume_name,
 )
-from hades.adapters.docker.logs import Progress, drain, pump
+from hades.adapters.docker.logs import Progress, drain, engine_log, pump
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
 from hades.core.ports import ExecutionError, StepLogs, StepResult
@@ -263,8 +263,8 @@ class DockerExecutor:
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
         progress = Progress()
         pumps = [
-            asyncio.create_task(pump(container, "stdout", logs, progress)),
-            asyncio.create_task(pump(container, "stderr", logs, progress)),
+            asyncio.create_task(pump(engine_log(container, "stdout"), "stdout", logs, progress)),
+            asyncio.create_task(pump(engine_log(container, "stderr"), "stderr", logs, progress)),
         ]
         try:
             with lap(phases, "run"):
