@@ -32,7 +32,7 @@ from hades.adapters.docker.containers import (
     labels,
     volume_name,
 )
-from hades.adapters.docker.logs import Progress, drain, engine_log, pump
+from hades.adapters.docker.logs import EngineLog, Progress, drain, follow
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
 from hades.core.ports import ExecutionError, StepLogs, StepResult
@@ -262,10 +262,7 @@ class DockerExecutor:
         except DockerError as error:
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
         progress = Progress()
-        pumps = [
-            asyncio.create_task(pump(engine_log(container, "stdout"), "stdout", logs, progress)),
-            asyncio.create_task(pump(engine_log(container, "stderr"), "stderr", logs, progress)),
-        ]
+        pumps = [asyncio.create_task(follow(EngineLog(container), logs, progress))]
         try:
             with lap(phases, "run"):
                 result = await container.wait()

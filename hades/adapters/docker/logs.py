@@ -34,57 +34,91 @@ _LOG_READS = 5
 
 #: One read of a stream's log from the engine's ``since`` on: its text, in chunks of any size.
 LogRead = Callable[[str], AsyncIterator[str]]
+#: The follow of both streams at once: (stream, text) in the engine's order.
+BothRead = Callable[[], AsyncIterator[tuple[OutputStream, str]]]
 #: How aiodocker's own log stream ends a read quietly (an early end, picked up by the catch-up re-read).
 _STREAM_ENDED = (aiohttp.ClientConnectionError, asyncio.IncompleteReadError)
+_STDERR = 2
 
 
 class Demultiplexer:
     """The engine's multiplexed stream (frames: 1 byte stream, 3 zero, 4 bytes big-endian length, the payload)
-    as text: payloads joined and decoded as UTF-8, dropping undecodable bytes (as aiodocker does), a character or
-    frame cut between two reads completed by the next."""
+    as text per stream: payloads joined and decoded as UTF-8, dropping undecodable bytes (as aiodocker does), a
+    character or frame cut between two reads completed by the next."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        self._decoders = {name: codecs.getincrementaldecoder("utf-8")(errors="ignore") for name in _STREAMS}
 
-    def feed(self, data: bytes) -> str:
-        """The text of every whole frame received so far and not yet returned."""
+    def feed(self, data: bytes) -> list[tuple[OutputStream, str]]:
+        """The text of every whole frame received so far and not yet returned, a run of one stream's frames at a
+        time, in order."""
         buffer = self._buffer
         buffer += data
-        size, at, payloads = len(buffer), 0, []
+        size, at, runs = len(buffer), 0, []
+        kind, payloads = -1, list[bytearray]()
         while size - at >= 8:
             end = at + 8 + int.from_bytes(buffer[at + 4 : at + 8], "big")
             if end > size:
                 break
+            if buffer[at] != kind:
+                if payloads:
+                    runs.append(self._decode(kind, payloads))
+                kind, payloads = buffer[at], []
             payloads.append(buffer[at + 8 : end])
             at = end
+        if payloads:
+            runs.append(self._decode(kind, payloads))
         del buffer[:at]
-        return self._decoder.decode(b"".join(payloads))
+        return [(name, text) for name, text in runs if text]
 
-    def end(self) -> str:
-        """What the decoder still held (bytes of a character never completed are dropped); a cut frame is lost."""
-        return self._decoder.decode(b"", final=True)
+    def _decode(self, kind: int, payloads: list[bytearray]) -> tuple[OutputStream, str]:
+        name: OutputStream = "stderr" if kind == _STDERR else "stdout"
+        return name, self._decoders[name].decode(b"".join(payloads))
+
+    def end(self) -> list[tuple[OutputStream, str]]:
+        """What the decoders still held (bytes of a character never completed are dropped); a cut frame is lost."""
+        runs = [(name, decoder.decode(b"", final=True)) for name, decoder in self._decoders.items()]
+        return [(name, text) for name, text in runs if text]
 
 
-def engine_log(container: DockerContainer, stream: OutputStream) -> LogRead:
-    """Reads of one output stream of a container that has no TTY (Hades never asks for one: its output is
-    multiplexed), followed, with timestamps."""
+_STREAMS: tuple[OutputStream, ...] = ("stdout", "stderr")
 
-    async def read(since: str) -> AsyncIterator[str]:
-        params: dict[str, bool | str] = {stream: True, "follow": True, "timestamps": True, "since": since}
-        demultiplexer = Demultiplexer()
-        timeout = container.docker._resolve_long_running_timeout(SENTINEL)
-        async with container.docker._query(f"containers/{container.id}/logs", params=params, timeout=timeout) as r:
+
+class EngineLog:
+    """Reads of a container's log that has no TTY (Hades never asks for one: its output is multiplexed),
+    followed, with timestamps: both streams at once (one request, so the engine reads its log file once), or one
+    stream from a ``since`` (the catch-up re-reads)."""
+
+    def __init__(self, container: DockerContainer) -> None:
+        self._container = container
+
+    def both(self) -> AsyncIterator[tuple[OutputStream, str]]:
+        """Stdout and stderr from the start, as the engine interleaves them."""
+        return self._read({"stdout": True, "stderr": True})
+
+    def one(self, stream: OutputStream) -> LogRead:
+        """Reads of one stream from a ``since`` on."""
+
+        async def read(since: str) -> AsyncIterator[str]:
+            async for _, text in self._read({stream: True, "since": since}):
+                yield text
+
+        return read
+
+    async def _read(self, params: dict[str, bool | str]) -> AsyncIterator[tuple[OutputStream, str]]:
+        docker, demultiplexer = self._container.docker, Demultiplexer()
+        query = {**params, "follow": True, "timestamps": True}
+        timeout = docker._resolve_long_running_timeout(SENTINEL)
+        async with docker._query(f"containers/{self._container.id}/logs", params=query, timeout=timeout) as reply:
             try:
-                async for data in r.content.iter_any():
-                    if text := demultiplexer.feed(data):
-                        yield text
+                async for data in reply.content.iter_any():
+                    for run in demultiplexer.feed(data):
+                        yield run
             except _STREAM_ENDED:
                 pass
-        if text := demultiplexer.end():
-            yield text
-
-    return read
+        for run in demultiplexer.end():
+            yield run
 
 
 @dataclass
@@ -144,8 +178,54 @@ async def drain(pumps: list[asyncio.Task[None]], progress: Progress, logs: StepL
         seen = progress.lines
 
 
-async def pump(read: LogRead, stream: OutputStream, logs: StepLogs, progress: Progress) -> None:
-    """Follow one output stream, split it into lines and hand each to the log writer.
+class _Lines:
+    """One stream's lines as a read brings them: each handed to the log writer once, in order."""
+
+    def __init__(self, stream: OutputStream, logs: StepLogs, progress: Progress) -> None:
+        self.stream, self.logs, self.progress = stream, logs, progress
+        self.seen = Seen()
+        self.buffer, self.fresh, self.skip = "", 0, 0
+
+    def begin(self) -> None:
+        """A new read, from ``seen.since()``: its first lines at the last stamp seen were handed on already."""
+        self.buffer, self.fresh, self.skip = "", 0, self.seen.at_stamp
+
+    async def take(self, chunk: str) -> None:
+        seen, stream, logs = self.seen, self.stream, self.logs
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split("\n")
+        now = datetime.now(UTC)  # the time of a line without a valid prefix: when its chunk arrived
+        for line in lines:
+            stamp = line.partition(" ")[0]
+            if self.skip and stamp == seen.stamp:
+                self.skip -= 1  # handed on before this read
+                continue
+            seen.add_stamp(stamp)
+            self.fresh += 1
+            if split := split_line(line, now):
+                await logs.write(stream, *split)
+        self.progress.lines += len(lines)
+
+    async def end(self) -> None:
+        """The stored log's last line may lack its newline: handed on once no read brings anything else."""
+        handed_on = self.skip and self.buffer.partition(" ")[0] == self.seen.stamp
+        if self.buffer and not handed_on and (split := split_line(self.buffer, datetime.now(UTC))):
+            await self.logs.write(self.stream, *split)
+
+
+async def follow(engine: EngineLog, logs: StepLogs, progress: Progress) -> None:
+    """Follow both output streams in one read; then each stream is caught up on its own (:func:`pump`)."""
+    streams = {name: _Lines(name, logs, progress) for name in _STREAMS}
+    async for name, chunk in engine.both():
+        await streams[name].take(chunk)
+    await asyncio.gather(*(pump(engine.one(name), name, logs, progress, lines) for name, lines in streams.items()))
+
+
+async def pump(
+    read: LogRead, stream: OutputStream, logs: StepLogs, progress: Progress, followed: _Lines | None = None
+) -> None:
+    """Follow one output stream (or, ``followed``, catch up one whose follow was read already), split it into
+    lines and hand each to the log writer.
 
     The engine may end a follow before it sent everything (seen under load: 15,644 of 100,000 lines, and no
     error), so once it ends, what the engine stored after the last whole line seen is read again (a stopped
@@ -153,30 +233,11 @@ async def pump(read: LogRead, stream: OutputStream, logs: StepLogs, progress: Pr
     by an early end comes back whole in the next read; the stored log's last line may lack its newline, and
     is handed on once a read brings nothing else.
     """
-    seen = Seen()
-    for round_ in range(_LOG_READS):
-        buffer, fresh, skip = "", 0, seen.at_stamp
-        async for chunk in read(seen.since()):
-            buffer += chunk
-            *lines, buffer = buffer.split("\n")
-            now = datetime.now(UTC)  # the time of a line without a valid prefix: when its chunk arrived
-            for line in lines:
-                stamp = line.partition(" ")[0]
-                if skip and stamp == seen.stamp:
-                    skip -= 1  # handed on before this read
-                    continue
-                seen.add_stamp(stamp)
-                fresh += 1
-                if split := split_line(line, now):
-                    await logs.write(stream, *split)
-            progress.lines += len(lines)
-        if (round_ > 0 and not fresh) or round_ == _LOG_READS - 1:
-            if buffer and not (skip and buffer.partition(" ")[0] == seen.stamp):
-                await _emit(buffer, stream, logs, datetime.now(UTC))
+    lines = followed or _Lines(stream, logs, progress)
+    for round_ in range(1 if followed else 0, _LOG_READS):
+        lines.begin()
+        async for chunk in read(lines.seen.since()):
+            await lines.take(chunk)
+        if (round_ > 0 and not lines.fresh) or round_ == _LOG_READS - 1:
+            await lines.end()
             return
-
-
-async def _emit(line: str, stream: OutputStream, logs: StepLogs, now: datetime) -> None:
-    split = split_line(line, now)
-    if split is not None:
-        await logs.write(stream, split[0], split[1])
