@@ -11,13 +11,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hades.adapters.docker.executor import DockerExecutor, _Progress, _Seen
+from hades.adapters.docker.logs import Progress, Seen, follow, pump
 
 T = "2026-12-03T09:14:51.123456789Z"
 
 
 def test_since_is_the_last_timestamp_in_seconds_and_nanoseconds() -> None:
-    seen = _Seen()
+    seen = Seen()
     for line in ("2026-12-03T09:14:50Z a", f"{T} b", f"{T} c"):
         seen.add(line)
     whole, _, nanos = seen.since().partition(".")
@@ -27,7 +27,7 @@ def test_since_is_the_last_timestamp_in_seconds_and_nanoseconds() -> None:
 
 
 def test_short_fractions_are_padded_and_no_line_means_from_the_start() -> None:
-    seen = _Seen()
+    seen = Seen()
     assert seen.since() == "0"
     seen.add("2026-12-03T09:14:51.5Z x")
     assert seen.since().endswith(".500000000")
@@ -86,7 +86,7 @@ def since_line(since: str, text: str) -> str:
 
 
 def _epoch(stamp: str) -> str:
-    seen = _Seen()
+    seen = Seen()
     seen.add(f"{stamp} x")
     return seen.since()
 
@@ -112,7 +112,56 @@ def test_every_stored_line_is_handed_on_once_in_order(
     lines = [f"2026-12-03T09:14:5{s}.00000000{s}Z line-{i}" for i, s in enumerate(stamps)]
     container = StoppedContainer(lines, cuts, chunk, final_newline)
     sink = Sink()
-    executor = object.__new__(DockerExecutor)
-    asyncio.run(executor._pump(container, "stdout", sink, _Progress()))  # type: ignore[arg-type]
+    reads = lambda since: container.log(follow=True, timestamps=True, since=since)  # noqa: E731
+    asyncio.run(pump(reads, "stdout", sink, Progress()))  # type: ignore[arg-type]
     assert sink.lines == [f"line-{i}" for i in range(len(lines))]
     assert container.reads <= len(cuts) + 2  # the follow, a re-read per early end, one that brings nothing new
+
+
+class BothStreams:
+    """The engine's side for a follow of both streams: stdout's stored log cut after ``cut`` bytes (an early end),
+    stderr's whole, interleaved in chunks; each stream's re-reads as :class:`StoppedContainer`'s."""
+
+    def __init__(self, out: StoppedContainer, err: StoppedContainer, cut: int) -> None:
+        self.streams = {"stdout": out, "stderr": err}
+        self.cut = cut
+
+    async def both(self) -> AsyncIterator[tuple[str, str]]:
+        out, err = self.streams["stdout"].text[: self.cut], self.streams["stderr"].text
+        for offset in range(0, max(len(out), len(err)), 7):
+            for name, text in (("stdout", out), ("stderr", err)):
+                if text[offset : offset + 7]:
+                    yield name, text[offset : offset + 7]
+
+    def one(self, stream: str) -> Any:
+        container = self.streams[stream]
+        container.reads = 1  # its follow was the read of both
+        return lambda since: container.log(follow=True, timestamps=True, since=since)
+
+
+class StreamSink:
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+    async def write(self, stream: str, timestamp: datetime, message: str) -> None:
+        self.lines[stream].append(message)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    stamps=st.lists(st.integers(0, 5), min_size=0, max_size=20).map(sorted),
+    cut=st.integers(0, 600),
+    cuts=st.lists(st.integers(0, 400), max_size=3),
+)
+def test_both_streams_followed_at_once_then_caught_up_each_hand_on_every_line_once(
+    stamps: list[int], cut: int, cuts: list[int]
+) -> None:
+    out = [f"2026-12-03T09:14:5{s}.00000000{s}Z out-{i}" for i, s in enumerate(stamps)]
+    err = [f"2026-12-03T09:14:5{s}.00000000{s}Z err-{i}" for i, s in enumerate(stamps)]
+    engine = BothStreams(StoppedContainer(out, cuts, 5, True), StoppedContainer(err, [], 5, False), cut)
+    sink = StreamSink()
+    asyncio.run(follow(engine, sink, Progress()))  # type: ignore[arg-type]
+    assert sink.lines == {
+        "stdout": [f"out-{i}" for i in range(len(out))],
+        "stderr": [f"err-{i}" for i in range(len(err))],
+    }

@@ -6,6 +6,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hades.adapters.docker.containers import (
     LABEL_ATTEMPT,
@@ -22,7 +24,17 @@ from hades.adapters.docker.containers import (
     volume_name,
 )
 from hades.core.lifecycle import JobState, Status
-from hades.core.logs import Log, LogBudget, LogEntry, OutputStream, coalesce, parse_line
+from hades.core.logs import (
+    Log,
+    LogBudget,
+    LogEntry,
+    OutputStream,
+    _parse_in_full,
+    coalesce,
+    is_timestamp,
+    parse_line,
+    parse_timestamp,
+)
 from hades.core.spec import JobSpec, Priority, Step
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -53,6 +65,27 @@ def test_prefixes_keep_microseconds_and_become_utc(prefix: str, expected: dateti
     assert entry.timestamp == expected
     assert entry.timestamp.utcoffset() == timedelta(0)
     assert (entry.message, entry.output_stream) == ("msg", "stderr")
+
+
+_ENGINE_STAMPS = st.builds(
+    lambda moment, fraction: moment.strftime("%Y-%m-%dT%H:%M:%S.") + fraction + "Z",
+    st.datetimes(),
+    st.text("0123456789", min_size=1, max_size=40),
+)
+_NEAR_MISSES = st.builds(
+    lambda stamp, at, text: stamp[:at] + text + stamp[at + 1 :],
+    _ENGINE_STAMPS,
+    st.integers(0, 29),
+    st.text("0123456789.:TZ+-x٣ ", max_size=2),
+)
+
+
+@given(text=st.one_of(_ENGINE_STAMPS, _NEAR_MISSES, st.text(max_size=32)))
+def test_the_engines_stamps_take_a_short_way_to_the_same_time(text: str) -> None:
+    parsed = parse_timestamp(text)
+    assert parsed == _parse_in_full(text)
+    assert parsed is None or parsed.tzinfo is UTC
+    assert is_timestamp(text) == (parsed is not None)
 
 
 @pytest.mark.parametrize(
@@ -322,3 +355,10 @@ def test_a_budget_within_its_limits_says_nothing() -> None:
     budget = LogBudget()
     assert budget.admit("hello") == "hello"
     assert budget.closing_notice() is None
+
+
+def test_a_budget_counts_utf8_bytes_not_characters() -> None:
+    budget = LogBudget(max_job_bytes=1000, max_line_bytes=10)
+    assert budget.admit("é" * 5) == "é" * 5  # 10 bytes: at the cap, kept whole
+    assert budget.admit("é" * 6) == "é" * 5 + " [hades: line cut at 10 of 12 bytes]"
+    assert budget.used == 10 + len(("é" * 5 + " [hades: line cut at 10 of 12 bytes]").encode())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hades.adapters.docker import executor
+from hades.adapters.docker import logs as docker_logs
 from tests.conftest import StartHades
 
 pytestmark = pytest.mark.docker
@@ -21,7 +21,7 @@ async def test_every_line_of_a_flooding_step_is_stored_in_order(
     docker_images: list[str], start_hades: StartHades, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A drain window far shorter than the stream's backlog after the container exits: a fixed drain would cut it.
-    monkeypatch.setattr(executor, "LOG_DRAIN_SECONDS", 1.5)
+    monkeypatch.setattr(docker_logs, "LOG_DRAIN_SECONDS", 1.5)
     hades = await start_hades()
     job = {"name": "flood", "steps": [{"id": 1, "name": "seq", "image": "alpine:latest", "script": f"seq 1 {LINES}"}]}
     job_id = await hades.submit(job)

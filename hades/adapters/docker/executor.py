@@ -1,8 +1,8 @@
 """``Executor`` on a Docker engine through aiodocker.
 
 Per job: a labelled volume mounted at ``/shared``; the images made available by the pull policy; per step one
-labelled container whose stdout and stderr are followed into the step's log writer; containers and the volume
-are always removed, also when the step is cancelled (timeout, cancel, shutdown).
+labelled container whose stdout and stderr are followed into the step's log writer (``logs.py``); containers and
+the volume are always removed, also when the step is cancelled (timeout, cancel, shutdown).
 """
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,9 +33,9 @@ from hades.adapters.docker.containers import (
     labels,
     volume_name,
 )
+from hades.adapters.docker.logs import EngineLog, Progress, drain, follow
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
-from hades.core.logs import OutputStream, parse_line, parse_timestamp
 from hades.core.ports import ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
@@ -46,47 +43,6 @@ T = TypeVar("T")
 #: What an engine call raises when the engine refuses, or cannot be reached at all.
 _ENGINE_TROUBLE = (DockerError, aiohttp.ClientError, OSError)
 _AIODOCKER_UNREACHABLE = 900
-
-#: After a container exits, how long its log streams may go without delivering a line before they are given up
-#: (a stream that keeps delivering is followed to its end, however long the backlog: nothing is cut by a clock).
-LOG_DRAIN_SECONDS = 10.0
-
-
-@dataclass
-class _Progress:
-    """Lines the log pumps of one container have handed on so far."""
-
-    lines: int = 0
-
-
-_DIGITS = re.compile(r"[0-9]*")
-#: Reads of one output stream at most: the follow, then re-reads of a stopped container's stored log (each
-#: normally one request that brings nothing new).
-_LOG_READS = 5
-
-
-@dataclass
-class _Seen:
-    """Where a followed log stream got to: its last line's timestamp and how many lines carried exactly it."""
-
-    stamp: str = ""
-    at_stamp: int = 0
-
-    def add(self, line: str) -> None:
-        stamp = line.partition(" ")[0]
-        if stamp == self.stamp:
-            self.at_stamp += 1
-        elif parse_timestamp(stamp) is not None:
-            self.stamp, self.at_stamp = stamp, 1
-
-    def since(self) -> str:
-        """The engine's ``since`` for the last timestamp seen (whole seconds and nanoseconds), 0 for none."""
-        moment = parse_timestamp(self.stamp)
-        if moment is None:
-            return "0"
-        fraction = _DIGITS.match(self.stamp.partition(".")[2]) if "." in self.stamp else None
-        nanos = (fraction[0] if fraction else "")[:9].ljust(9, "0")
-        return f"{int(moment.replace(microsecond=0).timestamp())}.{nanos}"
 
 
 @contextlib.contextmanager
@@ -307,85 +263,22 @@ class DockerExecutor:
                 await container.start()
         except DockerError as error:
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
-        progress = _Progress()
-        pumps = [
-            asyncio.create_task(self._pump(container, "stdout", logs, progress)),
-            asyncio.create_task(self._pump(container, "stderr", logs, progress)),
-        ]
+        progress = Progress()
+        pumps = [asyncio.create_task(follow(EngineLog(container), logs, progress))]
         try:
             with lap(phases, "run"):
                 result = await container.wait()
             with lap(phases, "logs"):
-                await self._drain(pumps, progress, logs)
+                await drain(pumps, progress, logs)
         finally:
-            for pump in pumps:
-                pump.cancel()
+            for task in pumps:
+                task.cancel()
         code = int(result.get("StatusCode", -1))
         if code != 0 and await self._oom_killed(container):
             return StepResult(
                 exit_code=code, error=f"container exited with status {code} (out of memory)", phases=phases
             )
         return StepResult(exit_code=code, phases=phases)
-
-    @staticmethod
-    async def _drain(pumps: list[asyncio.Task[None]], progress: _Progress, logs: StepLogs) -> None:
-        """Wait for the exited container's log streams to end (the engine ends them once it has sent everything).
-
-        A fast producer can leave a backlog of seconds behind it (a million lines took ~10 s to stream here), so
-        the streams are given up only when they stop delivering, and the log then says that output is missing.
-        """
-        seen = -1
-        while True:
-            _, pending = await asyncio.wait(pumps, timeout=LOG_DRAIN_SECONDS)
-            if not pending:
-                for pump in pumps:
-                    pump.result()  # an engine failure while streaming surfaces here
-                return
-            if progress.lines == seen:
-                notice = (
-                    f"[hades: the engine's log stream stalled for {LOG_DRAIN_SECONDS:.0f} s after the container "
-                    "exited; any later output is missing]"
-                )
-                await logs.write("stderr", datetime.now(UTC), notice)
-                return
-            seen = progress.lines
-
-    async def _pump(
-        self, container: DockerContainer, stream: OutputStream, logs: StepLogs, progress: _Progress
-    ) -> None:
-        """Follow one output stream, split it into lines and hand each to the log writer.
-
-        The engine may end a follow before it sent everything (seen under load: 15,644 of 100,000 lines, and no
-        error), so once it ends, what the engine stored after the last whole line seen is read again (a stopped
-        container's stream ends once it sent what is stored), until a read brings nothing new. A line cut short
-        by an early end comes back whole in the next read; the stored log's last line may lack its newline, and
-        is handed on once a read brings nothing else.
-        """
-        seen = _Seen()
-        flags = {"stdout": stream == "stdout", "stderr": stream == "stderr"}
-        for round_ in range(_LOG_READS):
-            buffer, fresh, skip = "", 0, seen.at_stamp
-            async for chunk in container.log(follow=True, timestamps=True, since=seen.since(), **flags):
-                buffer += chunk
-                *lines, buffer = buffer.split("\n")
-                for line in lines:
-                    if skip and line.partition(" ")[0] == seen.stamp:
-                        skip -= 1  # handed on before this read
-                        continue
-                    seen.add(line)
-                    fresh += 1
-                    await self._emit(line, stream, logs)
-                progress.lines += len(lines)
-            if (round_ > 0 and not fresh) or round_ == _LOG_READS - 1:
-                if buffer and not (skip and buffer.partition(" ")[0] == seen.stamp):
-                    await self._emit(buffer, stream, logs)
-                return
-
-    @staticmethod
-    async def _emit(line: str, stream: OutputStream, logs: StepLogs) -> None:
-        entry = parse_line(line, stream, datetime.now(UTC))
-        if entry is not None:
-            await logs.write(stream, entry.timestamp, entry.message)
 
     async def _oom_killed(self, container: DockerContainer) -> bool:
         with contextlib.suppress(DockerError):

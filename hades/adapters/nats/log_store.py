@@ -5,6 +5,10 @@ still shows up live. Batches are published without waiting for each ack (a few i
 connection: a chatty step is not held to one round trip per batch), and every ack is awaited when the step closes,
 so the step knows the sequence of its last batch: ``step_finished`` records it, and "all of this step's logs are
 in" is then an exact check rather than a drain timeout.
+
+Lines are buffered as plain dicts and a batch is serialised in one ``pydantic_core.to_json`` call: the bytes are
+those of ``Log.model_dump_json`` (a test says so), without a validated ``LogEntry`` built per line (that was a fifth
+of the writer's time at a million lines).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from nats import nuid
 from nats.aio.client import Client
@@ -22,11 +27,12 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
+from pydantic_core import to_json
 
 from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
-from hades.core.logs import Log, LogBudget, LogEntry, OutputStream
+from hades.core.logs import Log, LogBudget, OutputStream
 
 BATCH_LINES = 1000
 BATCH_BYTES = 256 * 1024
@@ -34,6 +40,20 @@ BATCH_SECONDS = 1.0
 IN_FLIGHT = 16  # batches published but not yet acknowledged, before a writer waits for the oldest
 _OUTAGE_PATIENCE = 20.0  # as the event store's appends: long enough for a stream's leader election
 _OUTAGE_RETRY = 0.5
+
+
+class _Line(TypedDict):
+    """One buffered line, keyed and ordered as ``LogEntry``'s fields."""
+
+    timestamp: datetime
+    message: str
+    output_stream: OutputStream
+
+
+def batch_json(job_id: str, container_id: str, step_id: int, entries: list[_Line] | None) -> bytes:
+    """A batch as ``Log(...).model_dump_json()`` encodes it (keys in the model's field order), built from plain
+    dicts."""
+    return to_json({"job_id": job_id, "container_id": container_id, "step_id": step_id, "logs": entries})
 
 
 class StepLogWriter:
@@ -51,7 +71,7 @@ class StepLogWriter:
         self._job_id = job_id
         self._step_id = step_id
         self._container_id = ""
-        self._pending: list[LogEntry] = []
+        self._pending: list[_Line] = []
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
         self.last_seq: int | None = None
@@ -70,7 +90,7 @@ class StepLogWriter:
         kept = self._budget.admit(message)
         if kept is None:
             return
-        self._pending.append(LogEntry(timestamp=timestamp, message=kept, output_stream=stream))
+        self._pending.append({"timestamp": timestamp, "message": kept, "output_stream": stream})
         self.lines += 1
         self._pending_bytes += len(kept)
         if len(self._pending) >= BATCH_LINES or self._pending_bytes >= BATCH_BYTES:
@@ -94,7 +114,7 @@ class StepLogWriter:
         if self._container_id:
             notice = self._budget.closing_notice() if self._budget.dropped > self._dropped_before else None
             if notice is not None:
-                self._pending.append(LogEntry(timestamp=datetime.now(UTC), message=notice, output_stream="stderr"))
+                self._pending.append({"timestamp": datetime.now(UTC), "message": notice, "output_stream": "stderr"})
             await self.flush()
         while self._in_flight:
             await self._settle_oldest()
@@ -105,11 +125,11 @@ class StepLogWriter:
             await asyncio.sleep(BATCH_SECONDS)
             await self.flush()
 
-    async def _publish(self, entries: list[LogEntry] | None) -> None:
-        log = Log(job_id=self._job_id, container_id=self._container_id, step_id=self._step_id, logs=entries)
+    async def _publish(self, entries: list[_Line] | None) -> None:
         if len(self._in_flight) >= IN_FLIGHT:
             await self._settle_oldest()
-        body, headers = log.model_dump_json().encode(), {"Nats-Msg-Id": f"{self._writer}:{self._batches}"}
+        body = batch_json(self._job_id, self._container_id, self._step_id, entries)
+        headers = {"Nats-Msg-Id": f"{self._writer}:{self._batches}"}
         self._batches += 1
         self._in_flight.append(
             (body, headers, await self._js.publish_async(job_logs(self._job_id), body, headers=headers))
