@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
-from hades.adapters.k8s.pods import PodSettings, pod_manifest
+from hades.adapters.k8s.pods import pod_manifest
 from hades.adapters.nats.topology import ApplyReport
 from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
@@ -294,14 +294,9 @@ def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
         if args.operator:
             manifest = buildjob_manifest(job_id, spec, settings.k8s_namespace, max_retries=settings.max_attempts - 1)
         else:
-            pods = PodSettings(
-                namespace=settings.k8s_namespace,
-                executor_id=settings.executor_id,
-                script_executor=settings.docker_script_executor,
-                image_pull_policy=settings.k8s_image_pull_policy,
-                service_account=settings.k8s_service_account,
-            )
-            manifest = pod_manifest(job_id, 1, spec, pods)
+            from hades.executor_role import pod_settings  # the roles' imports only when a manifest is asked for
+
+            manifest = pod_manifest(job_id, 1, spec, pod_settings(settings))
     except ValueError as error:  # SpecError, BuildJobError, PodSpecError
         print(f"hades: {error}", file=sys.stderr)
         return 2

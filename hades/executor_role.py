@@ -108,13 +108,7 @@ async def run_operator_role(
         delete_on_complete=settings.delete_on_complete,
         max_parallelism=settings.max_parallelism,
     )
-    pods = PodSettings(
-        namespace=settings.k8s_namespace,
-        executor_id=settings.executor_id,
-        script_executor=settings.docker_script_executor,
-        image_pull_policy=settings.k8s_image_pull_policy,
-        service_account=settings.k8s_service_account,
-    )
+    pods = pod_settings(settings)
     process = OperatorProcess(
         identity=settings.pod_name or settings.executor_id,
         leader_elect=settings.leader_elect,
@@ -144,13 +138,7 @@ async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployme
 
 
 async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K8sExecutor:
-    pods = PodSettings(
-        namespace=settings.k8s_namespace,
-        executor_id=settings.executor_id,
-        script_executor=settings.docker_script_executor,
-        image_pull_policy=settings.k8s_image_pull_policy,
-        service_account=settings.k8s_service_account,
-    )
+    pods = pod_settings(settings)
     engine = K8sExecutor(pods, kubeconfig=settings.k8s_kubeconfig, pull_grace=settings.k8s_pull_grace_seconds)
     try:
         await engine.start()
@@ -159,3 +147,14 @@ async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K
         raise RuntimeError(f"cannot use the Kubernetes API for namespace {settings.k8s_namespace}: {error}") from error
     stack.push_async_callback(engine.close)
     return engine
+
+
+def pod_settings(settings: Settings) -> PodSettings:
+    """What shapes every Pod, from the settings (the executor's, the operator's and ``hades k8s manifest``'s)."""
+    return PodSettings(
+        namespace=settings.k8s_namespace,
+        executor_id=settings.executor_id,
+        script_executor=settings.docker_script_executor,
+        image_pull_policy=settings.k8s_image_pull_policy,
+        service_account=settings.k8s_service_account,
+    )
