@@ -5,6 +5,7 @@ worker that takes queued attempts."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from nats.aio.client import Client
 
@@ -51,7 +52,7 @@ async def executor_worker(
     if settings.executor == "process":
         engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
     elif settings.executor == "k8s":
-        engine = await _kubernetes(settings, stack)
+        engine = await _kubernetes(settings, stack, await deployment_id(nc))
     else:
         engine = await _docker(settings, stack, await deployment_id(nc))
     logs = NatsLogStore(nc)
@@ -137,8 +138,8 @@ async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployme
     return docker
 
 
-async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack) -> K8sExecutor:
-    pods = pod_settings(settings)
+async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> K8sExecutor:
+    pods = dataclasses.replace(pod_settings(settings), deployment=deployment)
     engine = K8sExecutor(pods, kubeconfig=settings.k8s_kubeconfig, pull_grace=settings.k8s_pull_grace_seconds)
     try:
         await engine.start()

@@ -28,6 +28,7 @@ from hades.adapters.k8s.placement import PlacementError
 from hades.adapters.k8s.pods import (
     ANNOTATION_EXECUTOR,
     LABEL_ATTEMPT,
+    LABEL_DEPLOYMENT,
     LABEL_JOB,
     LABEL_MANAGED_BY,
     MANAGED_BY,
@@ -185,6 +186,8 @@ class K8sExecutor:
         no attempt it runs now. Returns how many were deleted."""
         me = self._settings.executor_id
         selector = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        if self._settings.deployment:
+            selector += f",{LABEL_DEPLOYMENT}={self._settings.deployment}"
         listing = self.core.list_namespaced_pod(
             self._settings.namespace, label_selector=selector, _preload_content=False
         )

@@ -34,6 +34,9 @@ LABEL_JOB = "hades/job-id"
 LABEL_ATTEMPT = "hades/attempt"
 LABEL_PRIORITY = "hades.tum.de/priority"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+#: Which Hades (which event log) made the Pod: a sweep deletes only its own deployment's, so two Hades sharing a
+#: namespace never delete each other's running Pods.
+LABEL_DEPLOYMENT = "hades/deployment"
 MANAGED_BY = "hades-executor"
 #: The executor that created the Pod; an annotation, since an executor id need not be a valid label value.
 ANNOTATION_EXECUTOR = "hades/executor-id"
@@ -60,6 +63,7 @@ class PodSettings:
     script_executor: str = "/bin/sh -c"
     image_pull_policy: PullPolicy | None = None
     service_account: str | None = None
+    deployment: str = ""  # the event log's deployment id (``hades.adapters.nats.shared_keys``); "" labels none
 
 
 def pod_name(job_id: str, attempt: int) -> str:
@@ -181,7 +185,8 @@ def pod_manifest(
         "metadata": {
             "name": pod_name(job_id, attempt),
             "namespace": settings.namespace,
-            "labels": pod_labels(job_id, attempt, priority or spec.priority_name),
+            "labels": pod_labels(job_id, attempt, priority or spec.priority_name)
+            | ({LABEL_DEPLOYMENT: settings.deployment} if settings.deployment else {}),
             "annotations": {ANNOTATION_EXECUTOR: settings.executor_id},
         },
         "spec": pod_spec,

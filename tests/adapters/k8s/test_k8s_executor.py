@@ -8,6 +8,7 @@ docs/kubernetes.md.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -326,3 +327,27 @@ def _running(kubelet: Kubelet, state: JobState) -> bool:
 
 async def _true(value: Any) -> bool:
     return bool(value)
+
+
+async def test_a_sweep_leaves_another_deployments_pods_alone(kube: KubeApi) -> None:
+    """Two Hades sharing a namespace: each deletes only the Pods labelled with its own deployment id."""
+    ours = dataclasses.replace(SETTINGS, deployment="ours")
+    engine = K8sExecutor(ours, Configuration(host=kube.url), pull_grace=0.3)
+    await engine.start()
+    try:
+        our_leftover, their_running = job(step(1)), job(step(1))
+        theirs = dataclasses.replace(SETTINGS, executor_id="their-live-executor", deployment="theirs")
+        kube.put(
+            NAMESPACE,
+            "pods",
+            pod_manifest(our_leftover.job_id, 1, our_leftover.spec, PodSettings(NAMESPACE, "gone", deployment="ours")),
+        )
+        kube.put(NAMESPACE, "pods", pod_manifest(their_running.job_id, 1, their_running.spec, theirs))
+
+        removed = await engine.sweep(lambda _job_id: False, {ours.executor_id})
+
+        left = {pod["metadata"]["name"] for pod in kube.items(NAMESPACE, "pods")}
+        assert removed == 1
+        assert pod_name(their_running.job_id, 1) in left and pod_name(our_leftover.job_id, 1) not in left
+    finally:
+        await engine.close()
