@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from hades.adapters.nats.connection import connect
-from hades.adapters.nats.server import EmbeddedNats, start_nats
+from hades.adapters.nats.server import EmbeddedNats
 from hades.adapters.nats.topology import EVENTS_STREAM, LOGS_STREAM, apply, load_topology, verify
-
-
-@pytest.fixture
-def fresh_nats() -> Iterator[EmbeddedNats]:
-    with tempfile.TemporaryDirectory(prefix="hades-topology-") as store:
-        server = start_nats(Path(store))
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 async def test_apply_creates_everything_once_and_then_changes_nothing(fresh_nats: EmbeddedNats) -> None:
