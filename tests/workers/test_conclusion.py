@@ -158,9 +158,8 @@ async def test_a_cancel_between_a_step_end_and_the_job_end_still_ends_the_job_on
     assert job.state is not None and job.state.status is Status.SUCCEEDED
 
 
-async def test_a_queued_job_cancelled_by_a_writer_that_stopped_halfway_is_stopped(
-    nc: Client, event_store: NatsEventStore
-) -> None:
+async def half_cancelled_queued_job(event_store: NatsEventStore) -> tuple[str, SystemClock]:
+    """A queued job whose cancel was recorded by a writer (the API) that stopped before appending `stopped`."""
     job_id = str(uuid.uuid4())
     clock = SystemClock()
     await event_store.append(job_id, decide(None, SubmitJob(job_id=job_id, spec=SPEC), clock.now()), 0)
@@ -168,7 +167,14 @@ async def test_a_queued_job_cancelled_by_a_writer_that_stopped_halfway_is_stoppe
     await job.run(job_id, QueueJob())
     assert job.state is not None
     [requested, _] = decide(job.state, RequestCancel(by="api"), clock.now())
-    await event_store.append(job_id, [requested], job.seq)  # the API stopped before `stopped`
+    await event_store.append(job_id, [requested], job.seq)
+    return job_id, clock
+
+
+async def test_a_queued_job_cancelled_by_a_writer_that_stopped_halfway_is_stopped(
+    nc: Client, event_store: NatsEventStore
+) -> None:
+    job_id, clock = await half_cancelled_queued_job(event_store)
 
     assert await (await watchdog_over(event_store, nc, job_id, LaterClock())).tick() == 1
     final = await JobHandle.load(event_store, clock, job_id)
@@ -177,14 +183,7 @@ async def test_a_queued_job_cancelled_by_a_writer_that_stopped_halfway_is_stoppe
 
 
 async def test_a_waiting_job_whose_cancel_is_due_is_not_started(event_store: NatsEventStore) -> None:
-    job_id = str(uuid.uuid4())
-    clock = SystemClock()
-    await event_store.append(job_id, decide(None, SubmitJob(job_id=job_id, spec=SPEC), clock.now()), 0)
-    job = await JobHandle.load(event_store, clock, job_id)
-    await job.run(job_id, QueueJob())
-    assert job.state is not None
-    [requested, _] = decide(job.state, RequestCancel(by="api"), clock.now())
-    await event_store.append(job_id, [requested], job.seq)  # the API stopped before `stopped`
+    job_id, clock = await half_cancelled_queued_job(event_store)
 
     executor_view = await JobHandle.load(event_store, clock, job_id)
     with pytest.raises(InvalidTransition):
