@@ -34,7 +34,8 @@ from hades.metrics import ProcessMetrics
 from hades.tracing import Tracing
 from hades.workers.artifacts import Artifacts
 from hades.workers.attempt import AttemptRunner
-from hades.workers.executor import ExecutorOptions, ExecutorWorker, executor_labels
+from hades.workers.executor import ExecutorOptions, ExecutorWorker
+from hades.workers.labels import executor_labels
 
 
 async def executor_worker(

@@ -23,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,7 +35,7 @@ from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
-from hades.core.constraints import Placement, fits, parse_labels, satisfies
+from hades.core.constraints import Placement, fits, satisfies
 from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
 from hades.core.ports import Clock, EventStore, Executor
@@ -49,25 +47,11 @@ from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PRIORITY_ORDER", "ExecutorOptions", "ExecutorWorker", "executor_labels", "queue_consumer"]
+__all__ = ["PRIORITY_ORDER", "ExecutorOptions", "ExecutorWorker", "queue_consumer"]
 
 IDLE_POLL_SECONDS = 1.0
 #: How often an executor looks for a free slot while the global cap is reached.
 CAP_POLL_SECONDS = 0.25
-
-
-#: ``platform.machine()`` in Go's (and Nomad's ``cpu.arch``) words.
-_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "i386": "386", "i686": "386"}
-
-
-def executor_labels(configured: str) -> dict[str, str]:
-    """This executor's labels: detected ``os``, ``arch``, ``cpu`` (cores) and ``memory`` (``<MiB>m``), then the
-    ``HADES_EXECUTOR_LABELS`` ones, which win. Raises ``LabelError`` for a malformed setting."""
-    machine = platform.machine().lower()
-    detected = {"os": platform.system().lower(), "arch": _ARCH.get(machine, machine), "cpu": str(os.cpu_count() or 1)}
-    with contextlib.suppress(ValueError, OSError, AttributeError):  # not every system answers sysconf
-        detected["memory"] = f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**20}m"
-    return detected | parse_labels(configured)
 
 
 @dataclass(frozen=True)
