@@ -15,7 +15,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.core.events import StepFinished
 from hades.core.logs import coalesce
-from tests.conftest import StartHades, eventually
+from tests.conftest import RunningHades, StartHades, eventually
 from tests.support.k8s_api import KubeApi
 from tests.support.kubelet import Kubelet, Outcome
 
@@ -33,15 +33,17 @@ def kubeconfig(path: Path, server: str) -> Path:
     return path
 
 
+async def on_kube(start_hades: StartHades, kube: KubeApi, namespace: str, tmp_path: Path, **env: str) -> RunningHades:
+    """A Hades whose executor is the Kubernetes one, pointed at the in-test API server's ``namespace``."""
+    config = kubeconfig(tmp_path / "kubeconfig", kube.url)
+    return await start_hades(HADES_EXECUTOR="k8s", K8S_NAMESPACE=namespace, K8S_KUBECONFIG=str(config), **env)
+
+
 async def test_a_job_runs_through_hades_on_the_k8s_executor(
     start_hades: StartHades, nc: Client, tmp_path: Path
 ) -> None:
     async with KubeApi() as kube:
-        hades = await start_hades(
-            HADES_EXECUTOR="k8s",
-            K8S_NAMESPACE="pipeline",
-            K8S_KUBECONFIG=str(kubeconfig(tmp_path / "kubeconfig", kube.url)),
-        )
+        hades = await on_kube(start_hades, kube, "pipeline", tmp_path)
         job = {
             "name": "on-k8s",
             "steps": [
@@ -78,12 +80,7 @@ async def test_constraints_and_resources_become_node_affinity_and_requests(
     """A Kubernetes executor takes jobs its own machine's labels would not satisfy (os=windows here): the cluster
     places them, by the Pod's node affinity and requests; the scheduler does not call such a job unschedulable."""
     async with KubeApi() as kube:
-        hades = await start_hades(
-            HADES_EXECUTOR="k8s",
-            K8S_NAMESPACE="placed",
-            K8S_KUBECONFIG=str(kubeconfig(tmp_path / "kubeconfig", kube.url)),
-            HADES_WATCHDOG_SECONDS="0.2",
-        )
+        hades = await on_kube(start_hades, kube, "placed", tmp_path, HADES_WATCHDOG_SECONDS="0.2")
         job = {
             "name": "on-windows",
             "constraints": [
@@ -121,12 +118,7 @@ async def test_a_constraint_kubernetes_cannot_express_is_not_taken(
 ) -> None:
     """``regexp`` has no node-selector form: the Kubernetes executor leaves the job, which waits with a reason."""
     async with KubeApi() as kube:
-        hades = await start_hades(
-            HADES_EXECUTOR="k8s",
-            K8S_NAMESPACE="unplaced",
-            K8S_KUBECONFIG=str(kubeconfig(tmp_path / "kubeconfig", kube.url)),
-            HADES_WATCHDOG_SECONDS="0.2",
-        )
+        hades = await on_kube(start_hades, kube, "unplaced", tmp_path, HADES_WATCHDOG_SECONDS="0.2")
         zone = f"zone-{uuid.uuid4().hex[:6]}"  # a label no executor of any test advertises
         job = {
             "name": "by-pattern",
