@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from nats.aio.client import Client
-from nats.js.errors import KeyNotFoundError, NoKeysError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 BUCKET = "HADES_WORKERS"
@@ -45,17 +45,21 @@ class Heartbeats:
             await kv.delete(executor_id)
 
     async def alive(self) -> dict[str, dict[str, Any]]:
-        """The live executors and what they last said about themselves."""
+        """The live executors and what they last said about themselves.
+
+        The keys come from the bucket stream's subjects, one request, not from nats-py's ``kv.keys()``: its watcher
+        can end its initial listing without a key that is being renewed at that moment (history 1: the renewal
+        removes the message the listing counted), and the scheduler then took a live executor for lost (seen: an
+        attempt handed back 2 s after it started, while its executor beat every few seconds)."""
         kv = await self._bucket()
-        try:
-            keys = await kv.keys()
-        except NoKeysError:
-            return {}
+        prefix = f"$KV.{BUCKET}."
+        info = await self._nc.jetstream().stream_info(f"KV_{BUCKET}", subjects_filter=f"{prefix}>")
         found: dict[str, dict[str, Any]] = {}
-        for key in keys:
+        for subject in info.state.subjects or {}:
+            key = subject[len(prefix) :]
             try:
                 entry = await kv.get(key)
-            except KeyNotFoundError:
+            except KeyNotFoundError:  # expired, or deleted on a clean stop (nats-py reads a delete as not found)
                 continue
             if entry.value:
                 found[key] = json.loads(entry.value)
