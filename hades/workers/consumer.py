@@ -30,6 +30,8 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from nats.js.client import JetStreamContext
 
+from hades.tasks import stop_all
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Msg], Awaitable[None]]
@@ -99,9 +101,7 @@ class PullConsumer:
                     self._running.add(task)
                     task.add_done_callback(self._running.discard)
         finally:
-            for task in set(self._running):
-                task.cancel()
-            await asyncio.gather(*self._running, return_exceptions=True)
+            await stop_all(set(self._running))
             self._sub = None
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()

@@ -41,6 +41,7 @@ from hades.core.lifecycle import Status
 from hades.core.ports import Clock, EventStore, Executor
 from hades.core.spec import Priority
 from hades.metrics import ProcessMetrics
+from hades.tasks import stop_all
 from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
@@ -141,9 +142,7 @@ class ExecutorWorker:
         finally:
             await bell.unsubscribe()
             await self._stop_running()
-            for chore in chores:
-                chore.cancel()
-            await asyncio.gather(*chores, return_exceptions=True)  # none left pending when the loop closes
+            await stop_all(chores)  # none left pending when the loop closes
             for puller in self._all_pullers():
                 await puller.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
@@ -186,10 +185,7 @@ class ExecutorWorker:
             await asyncio.wait(set(self._running), timeout=self._options.shutdown_grace)
 
     async def _stop_running(self) -> None:
-        tasks = set(self._running)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_all(set(self._running))
 
     async def _spare_slots(self) -> int:
         """Take every other slot free right now (none under a global cap, whose leases go one per message), so

@@ -9,6 +9,7 @@ import uuid
 from nats.aio.client import Client
 
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.tasks import stop
 
 
 async def test_renewing_executors_are_always_listed_and_a_removed_one_never(nc: Client) -> None:
@@ -31,5 +32,4 @@ async def test_renewing_executors_are_always_listed_and_a_removed_one_never(nc: 
             assert busy in alive and quiet in alive and gone not in alive
             assert alive[quiet] == {"executor_id": quiet}
     finally:
-        renewing.cancel()
-        await asyncio.gather(renewing, return_exceptions=True)
+        await stop(renewing)  # a plain cancel can be lost mid-reply and leave this loop renewing forever

@@ -33,6 +33,7 @@ from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import Log, LogBudget, OutputStream
+from hades.tasks import stop_all
 
 BATCH_LINES = 1000
 BATCH_BYTES = 256 * 1024
@@ -107,9 +108,7 @@ class StepLogWriter:
     async def close(self) -> int | None:
         """Flush the rest and stop the ticker; returns the sequence of the step's last batch."""
         if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+            await stop_all([self._ticker])
             self._ticker = None
         if self._container_id:
             notice = self._budget.closing_notice() if self._budget.dropped > self._dropped_before else None

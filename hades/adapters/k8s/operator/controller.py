@@ -29,11 +29,11 @@ from hades.adapters.k8s.operator.admission import Candidate, admit, effective_li
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs, BuildJobWatch, Key
 from hades.adapters.k8s.operator.status import buildjob_status
-from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import LABEL_JOB, pod_name
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
 from hades.core.lifecycle import JobState, RequestCancel, RequeueJob, Status
 from hades.core.ports import Clock, EventStore
+from hades.tasks import stop
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
 

@@ -22,8 +22,8 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.watch import read_json
+from hades.tasks import stop
 
 log = logging.getLogger(__name__)
 #: The Go operator's leader election id, so a Go and a Python operator never lead at once.

@@ -20,13 +20,13 @@ from hades.adapters.k8s.operator.handoff import BuildJobHandoff, NoPods
 from hades.adapters.k8s.operator.lease import LeaderElector, LeaseTerms
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs
-from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.core.logs import LogBudget
 from hades.core.ports import Clock
+from hades.tasks import stop
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 

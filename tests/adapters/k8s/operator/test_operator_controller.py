@@ -21,7 +21,6 @@ from hades.adapters.k8s.operator.controller import Controller, OperatorSettings
 from hades.adapters.k8s.operator.handoff import BuildJobHandoff
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs
-from hades.adapters.k8s.operator.tasks import stop
 from hades.adapters.k8s.pods import PodSettings, pod_name
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
@@ -41,6 +40,7 @@ from hades.core.events import (
 from hades.core.lifecycle import QueueJob, RequestCancel, SubmitJob
 from hades.core.logs import coalesce
 from hades.core.spec import JobSpec, Step
+from hades.tasks import stop
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
 from tests.conftest import eventually

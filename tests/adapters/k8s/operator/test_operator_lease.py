@@ -20,7 +20,7 @@ from hades.adapters.k8s.operator.lease import (
     next_move,
     released,
 )
-from hades.adapters.k8s.operator.tasks import stop
+from hades.tasks import stop
 from tests.conftest import eventually
 from tests.support.k8s_api import KubeApi
 
