@@ -40,6 +40,7 @@ from hades.core.logs import LogBudget
 from hades.core.ports import ExecutionError, Executor, StepResult, WorkspaceFiles
 from hades.core.state import replace
 from hades.metrics import ProcessMetrics
+from hades.tasks import stop_all
 from hades.tracing import parent_context
 from hades.workers.artifacts import Artifacts
 from hades.workers.jobs import JobHandle
@@ -162,7 +163,7 @@ class AttemptRunner:
         fresh = await JobHandle.load(job.store, job.clock, job_id)
         state = fresh.state
         if state is not None and (state.cancel_requested_by is not None or state.attempt != attempt):
-            work.cancel()
+            await stop_all([work], patience=30)  # a cancel lost mid-reply would let the next step run
 
     async def _work(self, job: JobHandle, job_id: str, attempt: int) -> None:
         assert job.state is not None

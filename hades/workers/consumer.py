@@ -101,7 +101,7 @@ class PullConsumer:
                     self._running.add(task)
                     task.add_done_callback(self._running.discard)
         finally:
-            await stop_all(set(self._running))
+            await stop_all(set(self._running), patience=5)
             self._sub = None
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()

@@ -185,7 +185,7 @@ class ExecutorWorker:
             await asyncio.wait(set(self._running), timeout=self._options.shutdown_grace)
 
     async def _stop_running(self) -> None:
-        await stop_all(set(self._running))
+        await stop_all(set(self._running), patience=30)  # again only if a cancel was lost: hand-back needs its appends
 
     async def _spare_slots(self) -> int:
         """Take every other slot free right now (none under a global cap, whose leases go one per message), so
