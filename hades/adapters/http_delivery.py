@@ -14,6 +14,7 @@ a name that resolved to a public address when the job was submitted cannot be tu
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from collections.abc import Iterable, Mapping
@@ -22,9 +23,25 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
+from hades.core.redact import mask_urls
 from hades.core.urls import CallbackPolicy, callback_host
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+class _MaskedUrls(logging.Filter):
+    """httpx logs every request's full URL at INFO, and a callback or input URL may carry a password or a token in
+    its query: such a record's URLs are masked before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_urls(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return True
+
+
+logging.getLogger("httpx").addFilter(_MaskedUrls())  # on import: the notifier and the input fetcher import this module
 
 
 @dataclass(frozen=True, slots=True)

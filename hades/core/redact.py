@@ -173,6 +173,17 @@ def _scrub_once(text: str) -> str:
     return _LONG_TOKEN.sub(_mask_long_token, text)
 
 
+_URL_QUERY = re.compile(rf"(?P<path>://[^?#{_GO_BLANK}\"']*+)\?[^#{_GO_BLANK}\"']*+")
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with every URL's password and query string masked, for lines about requests that Hades did not word
+    itself (a library's log of the URL it called): a callback URL may carry a password or a token in its query."""
+    if "://" not in text:
+        return text
+    return _URL_QUERY.sub(rf"\g<path>?{MASK}", _mask_url_passwords(text))
+
+
 def _mask_url_passwords(text: str) -> str:
     return _URL_CREDENTIALS.sub(rf"\g<userinfo>{MASK}@", text) if "://" in text else text
 

@@ -10,6 +10,7 @@ from litestar.datastructures import MutableScopeHeaders, State
 from litestar.enums import MediaType
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.logging.config import LoggingConfig
 from litestar.response import File
 from litestar.types import Message, Scope
 
@@ -154,4 +155,7 @@ def create_app(
         },
         openapi_config=openapi_config(debug),
         request_max_body_size=max_request_bytes,
+        # Only litestar's own logger: its default also reconfigured the root logger, which replaced the format and
+        # level `hades` set up (DEBUG=true printed no debug lines) and every handler already on it.
+        logging_config=LoggingConfig(configure_root_logger=False, log_exceptions="always"),
     )

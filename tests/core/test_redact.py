@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hades.core.redact import MASK, RedactMode, Redactor, looks_like_secret
+from hades.core.redact import MASK, RedactMode, Redactor, looks_like_secret, mask_urls
 
 SMART = Redactor()
 ALL = Redactor("all")
@@ -547,3 +547,25 @@ def test_a_hostile_megabyte_takes_linear_time(script: str) -> None:
     SMART.script(script + TRIGGERS)
     # A quadratic pattern would take minutes here; the linear ones take about a tenth of a second.
     assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        (
+            'HTTP Request: POST http://user:pw-1@127.0.0.1:8080/hook?token=t0k&x=1 "HTTP/1.1 500"',
+            f'HTTP Request: POST http://user:{MASK}@127.0.0.1:8080/hook?{MASK} "HTTP/1.1 500"',
+        ),
+        ("GET https://:p%40ss@host/a/b#frag", f"GET https://:{MASK}@host/a/b#frag"),
+        ("GET https://example.org/plain/path", "GET https://example.org/plain/path"),
+        ("no address here ?at all", "no address here ?at all"),
+    ],
+)
+def test_a_request_line_shows_no_url_password_or_query(line: str, masked: str) -> None:
+    assert mask_urls(line) == masked
+
+
+@given(st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=8), st.booleans())
+def test_a_url_secret_never_survives_masking(secret: str, in_query: bool) -> None:
+    url = f"https://ci.example/hook?key={secret}" if in_query else f"https://hades:{secret}@ci.example/hook"
+    assert secret not in mask_urls(f"HTTP Request: POST {url} 200")
