@@ -30,6 +30,8 @@ from hades.streams_show import EXIT_CODES as streams_exit_codes
 from hades.streams_show import streams_show as show_streams
 from hades.streams_show import tool_nats_url
 
+log = logging.getLogger("hades")
+
 DEFAULT_NATS_URL = "nats://localhost:4222"
 _T = TypeVar("_T")
 
@@ -206,10 +208,10 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
             log_file=store / "server.log",
         )
         url = embedded.url
-        logging.info("embedded nats-server at %s, data in %s", url, store)
+        log.info("embedded nats-server at %s, data in %s", url, store)
     try:
         _run(_apply_topology(url, settings, quiet=True))
-        logging.info("API on http://localhost:%d", settings.api_port)
+        log.info("API on http://localhost:%d", settings.api_port)
         _run(serve(settings, Roles.all(), url))
     finally:
         if embedded is not None:
@@ -278,7 +280,7 @@ async def _apply_topology(url: str, settings: Settings, quiet: bool) -> ApplyRep
     ):
         for name in names:
             if not quiet or verb != "unchanged":
-                logging.info("%s %s", verb, name)
+                log.info("%s %s", verb, name)
     return report
 
 
