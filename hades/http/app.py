@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.logging.config import LoggingConfig
 from litestar.response import File
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import Message, Scope
 
 from hades.http.artifacts import download_artifact, list_artifacts
@@ -29,6 +31,8 @@ from hades.http.pipelines import add_stages
 from hades.http.prometheus import metrics
 from hades.http.services import ApiServices
 from hades.http.wire.answers import Pong, json_answer
+
+log = logging.getLogger(__name__)
 
 #: ``MAX_REQUEST_BYTES``'s default: the NATS server's default ``max_payload``, so a job the API reads fits in one event.
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -119,6 +123,13 @@ def _page_for_browsers(request: Request[Any, Any, State]) -> File | None:
     return index_html() if _is_page(request) else None
 
 
+def _internal_error(request: Request[Any, Any, State], error: Exception) -> Response[Any]:
+    """A failure of ours: logged with its traceback (litestar logs none unless in debug mode), answered as litestar
+    does, without the details."""
+    log.error("%s %s failed", request.method, request.url.path, exc_info=error)
+    return Response(content={"status_code": 500, "detail": "Internal Server Error"}, status_code=500)
+
+
 def _not_found(request: Request[Any, Any, State], error: NotFoundException) -> Response[Any]:
     """The dashboard's pages (``/``, ``/login``...) when it is on; litestar's JSON 404 otherwise."""
     if _is_page(request):
@@ -152,10 +163,11 @@ def create_app(
             DashboardError: dashboard_error,
             NotFoundException: _not_found,
             RequestEntityTooLarge: _too_large,
+            HTTP_500_INTERNAL_SERVER_ERROR: _internal_error,
         },
         openapi_config=openapi_config(debug),
         request_max_body_size=max_request_bytes,
         # Only litestar's own logger: its default also reconfigured the root logger, which replaced the format and
         # level `hades` set up (DEBUG=true printed no debug lines) and every handler already on it.
-        logging_config=LoggingConfig(configure_root_logger=False, log_exceptions="always"),
+        logging_config=LoggingConfig(configure_root_logger=False),
     )
