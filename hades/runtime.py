@@ -339,6 +339,7 @@ def _api(
         host=settings.api_host,
         port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",
+        access_log=False,  # the Go Hades writes none either; uvicorn would format a record per request
         lifespan="off",
     )
     server = _ApiServer(config)

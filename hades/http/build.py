@@ -17,7 +17,7 @@ from hades.core.go_request import parse_job_request
 from hades.core.lifecycle import SubmitJob, decide
 from hades.core.spec import JobSpec
 from hades.core.urls import CallbackPolicy, callback_host
-from hades.http.auth import USER, basic_auth_guard
+from hades.http.auth import USER, require_basic_auth
 from hades.http.services import ApiServices
 from hades.http.wire.answers import GUARDED, json_answer, text_answer
 from hades.http.wire.bodies import JOB_PAYLOAD, reads
@@ -33,9 +33,8 @@ def _text(status: int, message: str) -> Response[str]:
 
 @post(
     "/build",
-    guards=[basic_auth_guard],
     status_code=200,
-    security=[{"basic": []}],
+    security=[{"basic": []}],  # checked first thing in the handler (require_basic_auth), as the guard would
     operation_class=reads(JOB_PAYLOAD),
     responses={
         200: json_answer(BuildAccepted, "Enqueued"),
@@ -48,6 +47,7 @@ def _text(status: int, message: str) -> Response[str]:
 async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     """Enqueue a job; 400 with the Go Hades's plain-text message when it is invalid."""
     services: ApiServices = request.app.state.services
+    require_basic_auth(request, services.auth_key)  # before the body is read, as a guard is
     try:
         spec = parse_job_request(await request.body())
     except SpecError as error:
