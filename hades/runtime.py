@@ -30,10 +30,11 @@ from hades.adapters.nats.topology import load_topology, verify
 from hades.clock import SystemClock
 from hades.config import Settings
 from hades.executor_role import executor_worker, run_operator_role
-from hades.http.app import LOG_MANAGER_ROUTES, create_app
+from hades.http.app import LOG_MANAGER_ROUTES, SECURITY_HEADERS, create_app
 from hades.http.dashboard.config import DashboardConfig
 from hades.http.dashboard.dashboard import Dashboard
 from hades.http.dashboard.feed import JobFeed
+from hades.http.fast_build import BuildFastPath
 from hades.http.services import ApiServices
 from hades.metrics import MetricsServer, ProcessMetrics
 from hades.projections.jobs import JobsView
@@ -332,13 +333,15 @@ def _api(
         pipeline_token_key=pipeline_key,
         max_pipeline_stages=settings.max_pipeline_stages,
     )
+    app = create_app(
+        services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
+    )
     config = uvicorn.Config(
-        create_app(
-            services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
-        ),
+        app if log_manager else BuildFastPath(app, services, settings.max_request_bytes, SECURITY_HEADERS),
         host=settings.api_host,
         port=settings.log_manager_port if log_manager else settings.api_port,
         log_level="debug" if settings.debug else "warning",
+        access_log=False,  # the Go Hades writes none either; uvicorn would format a record per request
         lifespan="off",
     )
     server = _ApiServer(config)

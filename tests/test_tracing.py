@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,10 @@ from opentelemetry.trace import StatusCode
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.subjects import job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
+from hades.clock import SystemClock
 from hades.config import Settings
+from hades.core.lifecycle import RequestCancel, SubmitJob, decide
+from hades.core.spec import JobSpec, Step
 from hades.runtime import Roles
 from hades.tracing import (
     TRACING_OFF,
@@ -30,6 +34,7 @@ from hades.tracing import (
     setup_tracing,
     traces_endpoint,
 )
+from hades.workers.jobs import JobHandle
 from tests.conftest import RunningHades, StartHades, eventually
 from tests.support.receiver import receiving
 
@@ -259,3 +264,22 @@ def test_continuing_makes_a_stored_context_current_for_the_block_only() -> None:
     assert current_traceparent() is None
     with continuing(None):
         assert current_traceparent() is None
+
+
+async def test_a_scheduler_with_tracing_off_hands_the_submits_trace_on_to_its_queued_event(
+    no_otel_env: None, start_hades: StartHades, event_store: NatsEventStore
+) -> None:
+    """An API that traces in front of a scheduler that does not: the job's trace still reaches the executor."""
+    await start_hades(Roles(scheduler=True))  # tracing from the settings: off
+    carried = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    job_id = str(uuid.uuid4())
+    spec = JobSpec(name="traced", steps=(Step(id=1, image="busybox"),))
+    with continuing(carried):  # as a tracing API appends it
+        await event_store.append(job_id, decide(None, SubmitJob(job_id=job_id, spec=spec), datetime.now(UTC)), 0)
+
+    async def queued() -> list[str | None]:
+        return [r.trace for r in await event_store.history(job_id) if r.event.type == "queued"]
+
+    assert await eventually(queued, timeout=10) == [carried]
+    job = await JobHandle.load(event_store, SystemClock(), job_id)
+    await job.run(job_id, RequestCancel(by="tester"))  # leave no work behind

@@ -23,6 +23,7 @@ from hades.core.errors import InvalidTransition
 from hades.core.events import (
     ArtifactsStored,
     Event,
+    FollowUps,
     JobFailed,
     JobMarkedSchedulable,
     JobMarkedUnschedulable,
@@ -82,12 +83,13 @@ def end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: d
     job_id, attempt, reason = state.job_id, command.attempt, cap_reason(command.reason)
     if isinstance(command, RequeueJob) and state.cancel_requested_by is not None:
         # Handed back after a cancel was asked for: the job stops rather than run again.
-        return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=_cancel_reason(state.cancel_requested_by))
+        reason = _cancel_reason(state.cancel_requested_by)
+        return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason, follow_ups=follow_ups(state))
     if isinstance(command, RequeueJob):
         return queued(state, now, attempt + 1, state.priority, reason)
     if isinstance(command, FailJob):
-        return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason)
-    return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason)
+        return JobFailed(job_id=job_id, at=now, attempt=attempt, reason=reason, follow_ups=follow_ups(state))
+    return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason, follow_ups=follow_ups(state))
 
 
 def record_artifacts(state: JobState, command: RecordArtifacts, now: datetime) -> ArtifactsStored:
@@ -98,6 +100,13 @@ def record_artifacts(state: JobState, command: RecordArtifacts, now: datetime) -
     return ArtifactsStored(
         job_id=state.job_id, at=now, attempt=command.attempt, files=command.files, skipped=command.skipped
     )
+
+
+def follow_ups(state: JobState) -> FollowUps:
+    """What the job's end sets going, for its terminal event: from its spec and its pipeline."""
+    spec = state.spec
+    pipeline = state.pipeline.id if state.pipeline is not None else None
+    return FollowUps(logs=bool(spec.callback_url), webhook=bool(spec.status_callback_url), pipeline=pipeline)
 
 
 def cancel_reason(state: JobState) -> str:

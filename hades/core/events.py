@@ -145,7 +145,29 @@ class JobCancelRequested(_Event):
     reason: str = ""
 
 
-class JobSucceeded(_Event):
+class FollowUps(BaseModel):
+    """What a job's end sets going, copied from the job's spec into its terminal event when the end is decided, so
+    the roles that act on terminal events (log forwarding, the status webhook, the pipeline coordinator) need not
+    read the job's ``submitted`` to learn whether there is anything to do."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    logs: bool = Field(default=False, description="the job has a callback_url: its logs are forwarded")
+    webhook: bool = Field(default=False, description="the job has a status_callback_url: its webhook is sent")
+    pipeline: str | None = Field(default=None, description="the pipeline whose stage the job runs, if any")
+
+
+class _Ended(_Event):
+    """A terminal event: the job is done; only delivery bookkeeping follows."""
+
+    follow_ups: FollowUps | None = Field(
+        default=None,
+        description="what the end sets going; absent in events written before Hades recorded it (readers then "
+        "look at the job's submitted)",
+    )
+
+
+class JobSucceeded(_Ended):
     """The attempt ran every step it had to; the job is done."""
 
     type: Literal["succeeded"] = "succeeded"
@@ -153,7 +175,7 @@ class JobSucceeded(_Event):
     reason: str | None = None
 
 
-class JobFailed(_Event):
+class JobFailed(_Ended):
     """The job ended in failure; ``reason`` says why in words a person can act on."""
 
     type: Literal["failed"] = "failed"
@@ -161,7 +183,7 @@ class JobFailed(_Event):
     reason: str
 
 
-class JobStopped(_Event):
+class JobStopped(_Ended):
     """The job was stopped before it could finish (cancelled)."""
 
     type: Literal["stopped"] = "stopped"

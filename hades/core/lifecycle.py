@@ -35,6 +35,7 @@ from hades.core.commands import (
 from hades.core.decisions import (
     cancel_reason,
     end_attempt,
+    follow_ups,
     placement_verdict,
     promote,
     queue,
@@ -323,15 +324,24 @@ def conclusion(state: JobState, now: datetime) -> JobSucceeded | JobFailed | Job
     stops in between leaves the end due, and whoever finds the job next (the scheduler's watchdog) appends it.
     """
     if state.status is Status.QUEUED and state.cancel_requested_by is not None:
-        return JobStopped(job_id=state.job_id, at=now, attempt=state.attempt, reason=cancel_reason(state))
+        return JobStopped(
+            job_id=state.job_id,
+            at=now,
+            attempt=state.attempt,
+            reason=cancel_reason(state),
+            follow_ups=follow_ups(state),
+        )
     if state.status is not Status.RUNNING or state.progress is not None:  # a pipeline's end is the reconcile's
         return None
     for step, spec in zip(state.steps, state.spec.steps, strict=True):
         if step.status is StepStatus.FAILED and not spec.continue_on_error:
-            return JobFailed(job_id=state.job_id, at=now, attempt=state.attempt, reason=step.reason or "")
+            reason = step.reason or ""
+            return JobFailed(
+                job_id=state.job_id, at=now, attempt=state.attempt, reason=reason, follow_ups=follow_ups(state)
+            )
         if step.status is not StepStatus.SUCCEEDED and step.status is not StepStatus.FAILED:
             return None
-    return JobSucceeded(job_id=state.job_id, at=now, attempt=state.attempt)
+    return JobSucceeded(job_id=state.job_id, at=now, attempt=state.attempt, follow_ups=follow_ups(state))
 
 
 def _concluded(state: JobState, event: Event, now: datetime) -> list[Event]:

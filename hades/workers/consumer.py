@@ -40,6 +40,28 @@ Handler = Callable[[Msg], Awaitable[None]]
 FETCH_RETRY_SECONDS = 1.0
 
 
+def stream_seq(msg: Msg) -> int:
+    """A delivered message's stream sequence, read off its ack subject (see :func:`delivered`)."""
+    return delivered(msg)[0]
+
+
+def delivered(msg: Msg) -> tuple[int, int]:
+    """A delivered message's stream sequence and delivery count, read straight off its ack subject
+    (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...``, or the longer form with a domain and an account
+    hash): ``msg.metadata`` parses every token and builds objects, a timestamp included, for these two numbers."""
+    tokens = msg.reply.split(".") if msg.reply else []
+    if len(tokens) == _V1_ACK_TOKENS and tokens[0] == "$JS":
+        return int(tokens[5]), int(tokens[4])
+    if len(tokens) >= _V2_ACK_TOKENS and tokens[0] == "$JS":
+        return int(tokens[7]), int(tokens[6])
+    metadata = msg.metadata
+    return int(metadata.sequence.stream), int(metadata.num_delivered)
+
+
+_V1_ACK_TOKENS = 9
+_V2_ACK_TOKENS = 11
+
+
 class Settle(enum.Enum):
     """Who acknowledges a message."""
 

@@ -58,6 +58,8 @@ class JobHandle:
         """
         for _ in range(MAX_CONFLICT_RETRIES):
             events = decide(self.state, command, self.clock.now())
+            if not events:
+                return []  # the decision holds already (a cancel asked for twice): nothing to append
             try:
                 await self._append(job_id, events[0])
             except ConcurrencyConflict as conflict:

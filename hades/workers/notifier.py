@@ -33,11 +33,11 @@ from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.backoff import backoff_delay
 from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
-from hades.core.events import JobSubmitted
+from hades.core.events import FollowUps, JobFailed, JobStopped, JobSubmitted, JobSucceeded
 from hades.core.lifecycle import Command, JobState, RecordLogsDelivery
 from hades.core.logs import Log, coalesce
 from hades.core.ports import Clock, EventStore, LogStore
-from hades.workers.consumer import PullConsumer, Settle
+from hades.workers.consumer import PullConsumer, Settle, delivered
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
@@ -48,9 +48,10 @@ TERMINAL_SUBJECTS = ("hades.events.*.succeeded", "hades.events.*.failed", "hades
 
 #: POST ``body`` to ``url``; never raises for what the receiver or the network does.
 Send = Callable[[str, bytes], Awaitable[DeliveryResult]]
-#: One attempt for a job, given the message's delivery count and the terminal event's stream sequence: the delay
-#: before the next attempt, or None when done.
-Attempt = Callable[[str, int, int], Awaitable[float | None]]
+#: One attempt for a job, given the message's delivery count, the terminal event's stream sequence and what that
+#: event says the end sets going (None in events from before it said): the delay before the next attempt, or None
+#: when done.
+Attempt = Callable[[str, int, int, FollowUps | None], Awaitable[float | None]]
 #: When the job's history was read from a replica behind the terminal event in hand (on an R3 stream followers
 #: answer direct gets too), the event is had again this much later, not taken for "nothing to deliver"; up to
 #: BEHIND_TRIES deliveries (a replica lags milliseconds; a history that never shows up is given up on).
@@ -105,11 +106,13 @@ class LogForwarder:
         self._settings = settings
         self._draw = draw
 
-    async def forward(self, job_id: str, delivered: int, seq: int = 0) -> float | None:
+    async def forward(
+        self, job_id: str, delivered: int, seq: int = 0, follow_ups: FollowUps | None = None
+    ) -> float | None:
         """Attempt the delivery (``delivered`` = the message's delivery count, ``seq`` the terminal event's
-        sequence); the delay before the next attempt, or None when the message is done with (delivered, given
-        up, or nothing to deliver)."""
-        wanted = await wants_a_delivery_to(self._store, job_id, "callback_url")
+        sequence, ``follow_ups`` what it says the end sets going); the delay before the next attempt, or None when
+        the message is done with (delivered, given up, or nothing to deliver)."""
+        wanted = await wants_a_delivery_to(self._store, job_id, "callback_url", follow_ups)
         if not wanted:
             return behind(job_id, delivered) if wanted is None else None
         job = await JobHandle.load(self._store, self._clock, job_id)
@@ -157,14 +160,20 @@ def _wants_delivery(state: JobState) -> bool:
 
 
 async def wants_a_delivery_to(
-    store: EventStore, job_id: str, url_field: Literal["callback_url", "status_callback_url"]
+    store: EventStore,
+    job_id: str,
+    url_field: Literal["callback_url", "status_callback_url"],
+    follow_ups: FollowUps | None = None,
 ) -> bool | None:
-    """Whether the job's spec names a URL in ``url_field``, read from its first event alone: most jobs have none,
-    and then their whole history need not be read (nor decoded) to learn that there is nothing to deliver.
+    """Whether the job's spec names a URL in ``url_field``: most jobs have none, and then their history need not
+    be read (nor decoded) to learn that there is nothing to deliver.
 
-    None when the job's ``submitted`` is not found: the caller holds the job's terminal event, so the read came
-    from a replica behind it, and must be made again.
+    The terminal event says so itself (``follow_ups``), and then nothing is read; one written before it did is
+    answered from the job's first event alone. None when that ``submitted`` is not found: the caller holds the
+    job's terminal event, so the read came from a replica behind it, and must be made again.
     """
+    if follow_ups is not None:
+        return follow_ups.logs if url_field == "callback_url" else follow_ups.webhook
     first = await store.submitted(job_id)
     if first is None:
         return None
@@ -221,13 +230,14 @@ async def settle(attempt: Attempt, msg: Msg) -> None:
     redelivered after the consumer's ack wait: the next attempt.
     """
     try:
-        job_id = decode_event(msg.data).job_id
+        event = decode_event(msg.data)
     except ValueError:
         log.error("dropping an undecodable event on %s", msg.subject)
         await msg.term()
         return
-    metadata = msg.metadata
-    retry_in = await attempt(job_id, metadata.num_delivered, metadata.sequence.stream)
+    follow_ups = event.follow_ups if isinstance(event, JobSucceeded | JobFailed | JobStopped) else None
+    seq, count = delivered(msg)
+    retry_in = await attempt(event.job_id, count, seq, follow_ups)
     if retry_in is None:
         await msg.ack()
     else:

@@ -17,6 +17,7 @@ from nats.aio.msg import Msg
 
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
+from hades.core.decisions import follow_ups
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
 from hades.core.events import (
     Event,
@@ -72,6 +73,11 @@ class PipelineCoordinator:
         """Reconcile the pipeline an event may move (the event's own job, or the pipeline of a stage's job)."""
         if isinstance(event, StagesAdded | JobCancelRequested):
             await self.reconcile(event.job_id)
+            return
+        if isinstance(event, JobSucceeded | JobFailed | JobStopped) and event.follow_ups is not None:
+            # The terminal event names the pipeline of a stage's job: nothing to read for the other jobs.
+            if event.follow_ups.pipeline is not None:
+                await self.reconcile(event.follow_ups.pipeline)
             return
         first = await self._store.submitted(event.job_id)
         if first is not None and isinstance(first.event, JobSubmitted) and first.event.pipeline is not None:
@@ -170,7 +176,7 @@ def _described(action: Action) -> str:
 
 
 def _end(state: JobState, action: EndPipeline, now: object) -> JobSucceeded | JobFailed | JobStopped:
-    common = {"job_id": state.job_id, "at": now, "attempt": state.attempt}
+    common = {"job_id": state.job_id, "at": now, "attempt": state.attempt, "follow_ups": follow_ups(state)}
     if action.status is Status.SUCCEEDED:
         return JobSucceeded.model_validate(common)
     if action.status is Status.FAILED:

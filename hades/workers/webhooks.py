@@ -21,7 +21,7 @@ from nats.aio.client import Client
 
 from hades.adapters.http_delivery import DeliveryResult
 from hades.core.errors import InvalidTransition
-from hades.core.events import WebhookDelivered, WebhookFailed
+from hades.core.events import FollowUps, WebhookDelivered, WebhookFailed
 from hades.core.lifecycle import JobState, RecordWebhookDelivery
 from hades.core.ports import Clock, EventStore
 from hades.core.webhook import encode_body, job_completed, webhook_headers
@@ -71,11 +71,13 @@ class WebhookSender:
         self._settings = settings
         self._draw = draw
 
-    async def deliver(self, job_id: str, delivered: int, seq: int = 0) -> float | None:
+    async def deliver(
+        self, job_id: str, delivered: int, seq: int = 0, follow_ups: FollowUps | None = None
+    ) -> float | None:
         """Attempt the delivery (``delivered`` = the message's delivery count, ``seq`` the terminal event's
-        sequence); the delay before the next attempt, or None when the message is done with (delivered, given
-        up, or nothing to deliver)."""
-        wanted = await wants_a_delivery_to(self._store, job_id, "status_callback_url")
+        sequence, ``follow_ups`` what it says the end sets going); the delay before the next attempt, or None when
+        the message is done with (delivered, given up, or nothing to deliver)."""
+        wanted = await wants_a_delivery_to(self._store, job_id, "status_callback_url", follow_ups)
         if not wanted:
             return behind(job_id, delivered) if wanted is None else None
         job = await JobHandle.load(self._store, self._clock, job_id)

@@ -109,6 +109,14 @@ async def test_ping_and_health_stay_open(locked: RunningHades, route: str, body:
     assert response.json()["status"] == body
 
 
+@pytest.mark.parametrize(
+    "body", [b"not json", b'{"name": ""}', b"x" * (2 * 1024 * 1024)], ids=["bad", "invalid", "huge"]
+)
+async def test_build_checks_the_credentials_before_it_reads_the_body(locked: RunningHades, body: bytes) -> None:
+    """401, never the 400 or 413 the body would earn: nobody learns anything of the API without the key."""
+    assert_challenged(await locked.client.post("/build", content=body, headers={"Content-Type": "application/json"}))
+
+
 async def test_challenge_carries_the_security_headers(locked: RunningHades) -> None:
     response = await locked.client.post("/build", json=JOB)
     assert response.headers.get("x-frame-options") == "DENY"

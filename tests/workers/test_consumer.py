@@ -12,7 +12,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
-from hades.workers.consumer import PullConsumer, Settle
+from hades.workers.consumer import PullConsumer, Settle, delivered
 from tests.conftest import eventually
 
 
@@ -113,3 +113,17 @@ async def _settled(deliveries: list[tuple[bytes, int]], count: int) -> bool:
 
 async def _no_work(nc: Client, stream: str) -> bool:
     return await pending(nc, stream) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "$JS.ACK.HADES_EVENTS.notifier.3.1234.77.1700000000000000000.5",
+        "$JS.ACK.hub.ACCOUNTHASH.HADES_EVENTS.notifier.3.1234.77.1700000000000000000.5.token",
+    ],
+    ids=["v1", "v2-with-domain"],
+)
+def test_the_stream_sequence_and_delivery_count_are_read_off_the_ack_subject_as_nats_py_reads_them(reply: str) -> None:
+    msg = Msg(_client=None, subject="hades.events.j.succeeded", reply=reply)  # type: ignore[arg-type]
+    metadata = msg.metadata
+    assert delivered(msg) == (metadata.sequence.stream, metadata.num_delivered) == (1234, 3)

@@ -22,7 +22,7 @@ from hades.adapters.nats.log_store import NatsLogStore, StepLogWriter
 from hades.adapters.nats.topology import EVENTS_STREAM, ConsumerSpec
 from hades.clock import SystemClock
 from hades.core.backoff import backoff_ceiling, backoff_delay
-from hades.core.events import LogsForwarded, LogsForwardFailed
+from hades.core.events import JobStopped, LogsForwarded, LogsForwardFailed
 from hades.core.lifecycle import (
     FinishStep,
     QueueJob,
@@ -359,6 +359,25 @@ async def test_a_job_without_callback_url_is_acknowledged_and_nothing_is_sent(
         await eventually(passed)
     assert await deliveries(event_store, job_id) == []
     assert receiver.requests == []
+
+
+@pytest.mark.usefixtures("notifier")
+async def test_a_terminal_event_from_before_follow_ups_is_still_forwarded(
+    nc: Client, event_store: NatsEventStore
+) -> None:
+    """An end written by an older Hades does not say what follows it: the job's ``submitted`` is read instead."""
+    async with receiving(200) as receiver:
+        job = await running_job(event_store, receiver.url, steps=1)
+        assert job.state is not None
+        job_id = job.state.job_id
+        await run_step(nc, job, 0, ["old"])
+        older = JobStopped(job_id=job_id, at=datetime.now(UTC), attempt=1, reason="cancelled by an old hades")
+        await event_store.append(job_id, [older], job.seq)
+        events = await settled(event_store, job_id)
+    assert outcomes(events) == [("logs_forwarded", 1, 200, False)]
+    assert receiver.for_job(job_id)[-1].json() == [
+        {"job_id": job_id, "container_id": "container-0", "logs": [line(0, "old")]}
+    ]
 
 
 async def test_the_attempt_number_never_goes_back_and_a_settled_job_is_left_alone(
