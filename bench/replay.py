@@ -1,17 +1,21 @@
 """Replay rate: events folded into every read model per second, against reading the same stream raw.
 
 Fills a fresh nats-server's HADES_EVENTS with N events of real jobs (submitted, queued, started, prepared, two
-steps, succeeded: 8 events a job), then in the same run measures
+steps, succeeded: 9 events a job), then in the same run measures
   1. raw: an ordered consumer reading every message, nothing decoded (the floor),
   2. decoded: the same plus decoding each event,
   3. replay: `hades replay`'s path, decoding and folding into the jobs, timing and metrics views.
 
     .venv/bin/python bench/replay.py [EVENTS]      (default 100000)
+
+Each line also gives this process's CPU time per event (user + system, the nats-server child excluded): on a
+loaded machine the rates swing with what else runs, the CPU an event costs much less.
 """
 
 from __future__ import annotations
 
 import asyncio
+import resource
 import sys
 import tempfile
 import time
@@ -66,7 +70,8 @@ def job_events(now: datetime) -> list[Event]:
     return events
 
 
-async def fill(nc_url: str, total: int) -> None:
+async def fill(nc_url: str, total: int) -> int:
+    """Whole jobs' events until there are at least ``total``; returns how many were written."""
     nc = await connect(nc_url)
     js = nc.jetstream(publish_async_max_pending=4000)
     now = datetime.now(UTC)
@@ -79,6 +84,7 @@ async def fill(nc_url: str, total: int) -> None:
             await js.publish_async_completed()
     await js.publish_async_completed()
     await nc.close()
+    return written
 
 
 async def raw_read(url: str, total: int, decode: bool) -> float:
@@ -119,6 +125,12 @@ async def folded(url: str) -> tuple[float, int]:
     return report.per_second, len(report.views.jobs.jobs)
 
 
+def cpu_seconds() -> float:
+    """This process's CPU time so far (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def main(total: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hades-bench-replay-") as store:
         server = start_nats(Path(store))
@@ -126,17 +138,26 @@ async def main(total: int) -> None:
             nc = await connect(server.url)
             await apply(nc.jetstream(), load_topology())
             await nc.close()
-            await fill(server.url, total)
-            count = (total + 7) // 8 * 8
+            count = await fill(server.url, total)
+            began = cpu_seconds()
             raw = await raw_read(server.url, count, decode=False)
+            raw_cpu, began = (cpu_seconds() - began) / count * 1e6, cpu_seconds()
             decoded = await raw_read(server.url, count, decode=True)
+            decoded_cpu, began = (cpu_seconds() - began) / count * 1e6, cpu_seconds()
             rate, jobs = await folded(server.url)
+            rate_cpu = (cpu_seconds() - began) / count * 1e6
         finally:
             server.stop()
     print(f"events: {count} ({jobs} jobs)")
-    print(f"raw ordered-consumer read   {raw:10.0f} events/s")
-    print(f"read + decode               {decoded:10.0f} events/s   {decoded / raw:5.2f}x raw")
-    print(f"hades replay (fold 3 views) {rate:10.0f} events/s   {rate / raw:5.2f}x raw")
+    print(f"raw ordered-consumer read   {raw:10.0f} events/s {'':14}{raw_cpu:6.1f} cpu-us/event")
+    print(
+        f"read + decode               {decoded:10.0f} events/s   {decoded / raw:5.2f}x raw"
+        f" {decoded_cpu:6.1f} cpu-us/event ({raw_cpu / decoded_cpu:4.2f}x raw)"
+    )
+    print(
+        f"hades replay (fold 3 views) {rate:10.0f} events/s   {rate / raw:5.2f}x raw"
+        f" {rate_cpu:6.1f} cpu-us/event ({raw_cpu / rate_cpu:4.2f}x raw)"
+    )
 
 
 if __name__ == "__main__":

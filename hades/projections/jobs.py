@@ -11,6 +11,7 @@ job's size. Routes that show an ended job in full fold its history, which the ev
 from __future__ import annotations
 
 import logging
+import operator
 import sys
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -52,10 +53,10 @@ class EndedJob:
     @classmethod
     def of(cls, state: JobState) -> EndedJob:
         """The parts of an ended job's state that outlive it in memory."""
-        kept = {name: getattr(state, name) for name in _KEPT}  # name and step_count are JobState properties
-        if state.executor_id:
-            kept["executor_id"] = sys.intern(state.executor_id)  # a few executors, many jobs
-        return cls(**kept)
+        kept = _kept(state)  # name and step_count are JobState properties
+        if state.executor_id:  # a few executors, many jobs: one string each
+            kept = (*kept[:_EXECUTOR], sys.intern(state.executor_id), *kept[_EXECUTOR + 1 :])
+        return cls(*kept)
 
     def revived(self) -> JobState:
         """A JobState to fold later events into (deliveries): right in every field but the payload's content."""
@@ -65,6 +66,8 @@ class EndedJob:
 
 
 _KEPT = tuple(f.name for f in fields(EndedJob))
+_kept = operator.attrgetter(*_KEPT)  # the kept values in field order, in one call
+_EXECUTOR = _KEPT.index("executor_id")
 
 #: What the view holds for one job.
 JobRecord = JobState | EndedJob
@@ -90,7 +93,8 @@ class JobsView:
             return
         self.last_seq = recorded.seq
         event = recorded.event
-        current = self.jobs.get(event.job_id)
+        job_id = event.job_id
+        current = self.jobs.get(job_id)
         try:
             state = evolve(current.revived() if isinstance(current, EndedJob) else current, event)
         except InvalidTransition as error:
@@ -98,11 +102,11 @@ class JobsView:
             log.warning("jobs view skipped event %d: %s", recorded.seq, error)
             return
         if state.status.is_terminal:
-            self.active.discard(event.job_id)
-            self.jobs[event.job_id] = state if self.retain_ended else EndedJob.of(state)
+            self.active.discard(job_id)
+            self.jobs[job_id] = state if self.retain_ended else EndedJob.of(state)
         else:
-            self.active.add(event.job_id)
-            self.jobs[event.job_id] = state
+            self.active.add(job_id)
+            self.jobs[job_id] = state
 
     def get(self, job_id: str) -> JobRecord | None:
         """One job, or None."""

@@ -130,7 +130,15 @@ class TimingView:
 
 
 def _fold(timing: JobTiming, event: object) -> None:
-    if isinstance(event, JobQueued):
+    # most frequent first: a job's steps, then its attempt
+    if isinstance(event, StepStarted):
+        timing.steps[event.step_index] = StepTiming(index=event.step_index, step_id=event.step_id, started_at=event.at)
+    elif isinstance(event, StepFinished):
+        step = timing.steps.get(event.step_index)
+        if step is None:
+            step = timing.steps[event.step_index] = StepTiming(index=event.step_index, step_id=event.step_id)
+        step.finished_at, step.phases = event.at, dict(event.phases)
+    elif isinstance(event, JobQueued):
         timing.first_queued_at = timing.first_queued_at or event.at
         timing.queued_at, timing.attempt = event.at, event.attempt
         timing.started_at, timing.prepare, timing.steps = None, {}, {}
@@ -138,10 +146,5 @@ def _fold(timing: JobTiming, event: object) -> None:
         timing.started_at = event.at
     elif isinstance(event, JobPrepared):
         timing.prepare = dict(event.phases)
-    elif isinstance(event, StepStarted):
-        timing.steps[event.step_index] = StepTiming(index=event.step_index, step_id=event.step_id, started_at=event.at)
-    elif isinstance(event, StepFinished):
-        step = timing.steps.setdefault(event.step_index, StepTiming(index=event.step_index, step_id=event.step_id))
-        step.finished_at, step.phases = event.at, dict(event.phases)
     elif getattr(event, "type", None) in TERMINAL_TYPES:
         timing.finished_at = getattr(event, "at", None)

@@ -6,6 +6,7 @@ checks the invariants after every step. Time and ids come from outside, as they 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,7 @@ from hades.core.lifecycle import (
     StartAttempt,
     StartStep,
     Status,
+    StepState,
     StepStatus,
     StopJob,
     SubmitJob,
@@ -405,6 +407,30 @@ def test_evolve_refuses_a_second_submitted_and_events_before_it() -> None:
         evolve(job.state, submitted)
     with pytest.raises(InvalidTransition):
         evolve(None, JobQueued(job_id=JOB_ID, at=T0, attempt=1, priority=Priority.HIGH))
+
+
+def test_the_fold_builds_states_as_their_constructors_do() -> None:
+    """evolve copies templates instead of calling the dataclasses' __init__ (for speed): same fields, same values,
+    same field order in ``__dict__``, still frozen."""
+    job = Job(make_spec(make_step(0), make_step(1))).started()
+    [submitted, *_] = job.history
+    assert isinstance(submitted, JobSubmitted)
+    new = evolve(None, submitted)
+    built = JobState(
+        job_id=JOB_ID,
+        spec=submitted.spec,
+        priority=submitted.priority,
+        status=Status.QUEUED,
+        submitted_at=submitted.at,
+        events=1,
+    )
+    assert new == built
+    assert list(vars(new).items()) == list(vars(built).items())
+    steps = job.current.steps
+    assert steps == (StepState(index=0, step_id=1), StepState(index=1, step_id=2))
+    assert [list(vars(s)) for s in steps] == [list(vars(StepState(index=0, step_id=0)))] * 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        new.attempt = 3  # type: ignore[misc]
 
 
 def test_a_step_cannot_start_while_the_previous_one_runs() -> None:

@@ -301,22 +301,19 @@ class NatsEventStore:
         sub = await self._js.subscribe(
             "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config, cb=collect
         )
+        take = buffer.popleft
         try:
             while True:
                 await arrived.wait()
                 arrived.clear()
                 while buffer:
-                    batch = [self._recorded(buffer.popleft()) for _ in range(min(len(buffer), _REPLAY_BATCH))]
+                    batch = [_recorded(take()) for _ in range(min(len(buffer), _REPLAY_BATCH))]
                     if len(buffer) < _REPLAY_BUFFER // 2:
                         drained.set()
                     yield batch
         finally:
             with contextlib.suppress(NatsError):
                 await sub.unsubscribe()
-
-    @staticmethod
-    def _recorded(msg: Msg) -> Recorded:
-        return _record(_stream_seq(msg), msg.data, msg.headers)
 
     async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.
@@ -342,8 +339,13 @@ class NatsEventStore:
 def _record(seq: int, data: bytes, headers: dict[str, str] | None) -> Recorded:
     """A stored event with the id it was appended under and the trace it carries, as every read hands it on."""
     if not headers:
-        return Recorded(seq=seq, event=decode_event(data))
-    return Recorded(seq=seq, event=decode_event(data), msg_id=headers.get(_MSG_ID), trace=headers.get(TRACEPARENT))
+        return Recorded(seq, decode_event(data))
+    return Recorded(seq, decode_event(data), headers.get(_MSG_ID), headers.get(TRACEPARENT))
+
+
+def _recorded(msg: Msg) -> Recorded:
+    """A message of the replay's ordered consumer as a stored event."""
+    return _record(_stream_seq(msg), msg.data, msg.headers)
 
 
 def _previous_seq(seq: int, headers: dict[str, str]) -> int | None:
