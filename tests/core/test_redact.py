@@ -543,10 +543,10 @@ HOSTILE = {
 
 @pytest.mark.parametrize("script", HOSTILE.values(), ids=HOSTILE.keys())
 def test_a_hostile_megabyte_takes_linear_time(script: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a busy machine does not slow it, as it did the wall clock in CI
     SMART.script(script + TRIGGERS)
     # A quadratic pattern would take minutes here; the linear ones take about a tenth of a second.
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 @pytest.mark.parametrize(
