@@ -5,9 +5,11 @@ labelled container whose stdout and stderr are followed into the step's log writ
 the volume are always removed, also when the step is cancelled (timeout, cancel, shutdown).
 
 A step whose container ran and exited non-zero fails; a step whose container was removed from outside while it ran
-(``docker rm -f``), or whose engine went away (a restart, a crash), raises ``AttemptLost``: the attempt is handed
-back, as for a lost executor. A removed container is told from an exited one by the engine itself: its wait ends
-with a status (137 after a forced removal) but the container is then gone, or dying in its removal.
+(``docker rm -f``), or whose engine dropped the connection (dockerd killed or crashed), raises ``AttemptLost``: the
+attempt is handed back, as for a lost executor. A removed container is told from an exited one by the engine
+itself: its wait ends with a status (137 after a forced removal) but the container is then gone, or dying in its
+removal. A graceful dockerd stop (no live-restore) is not told apart: it stops the containers while its API still
+answers, and the step's 137 or 143 is that of any killed container.
 """
 
 from __future__ import annotations
