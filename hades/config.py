@@ -448,7 +448,10 @@ class Settings(BaseSettings):
         default=3,
         ge=1,
         validation_alias="MAX_ATTEMPTS",
-        description="attempts a job gets when its executors are lost; then it fails with a reason that says so",
+        description=(
+            "attempts a job gets when its executors (or its containers, or their engine) are lost; then it fails"
+            " with a reason that says so"
+        ),
     )
     priority_aging_seconds: float | None = Field(
         default=None,

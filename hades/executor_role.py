@@ -76,6 +76,7 @@ async def executor_worker(
         labels,
         artifacts,
         stage_env,
+        settings.max_attempts,
     )
     options = ExecutorOptions(
         executor_id=settings.executor_id,

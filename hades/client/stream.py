@@ -48,21 +48,22 @@ class SseDecoder:
 class Follow:
     """The reading of one job's log stream across reconnects.
 
-    The server numbers each ``log`` event with the batch's position in the log stream (increasing). A reconnect
-    sends ``Last-Event-ID``; the server does not resume from it (it sends the backlog again), so the batches up to
-    the last one seen are dropped here: each batch is handed on once, in order.
+    The server numbers each ``log`` event with the batch's position in the log stream (increasing), a pipeline's
+    as ``<stage>:<position>`` in the stage's log (its stages come one after another). A reconnect sends
+    ``Last-Event-ID`` and the server resumes after it; a server that sends the backlog again instead (an older one)
+    is met here too: the batches up to the last one seen are dropped, so each batch is handed on once, in order.
     """
 
     def __init__(self, job_id: str) -> None:
         self.path = job_path(job_id, "/logs")
-        self.last_id: int | None = None
+        self.last_id: str | None = None
         self.failures = 0
 
     def headers(self) -> dict[str, str]:
         """The request's headers, with the resume point once there is one."""
         headers = {"Accept": "text/event-stream"}
         if self.last_id is not None:
-            headers["Last-Event-ID"] = str(self.last_id)
+            headers["Last-Event-ID"] = self.last_id
         return headers
 
     def read(self, sse: Sse) -> Log | JobEnded | None:
@@ -75,10 +76,9 @@ class Follow:
             raise HadesClientError(404, json.loads(data)["error"])
         if sse.event != "log":
             return None
-        seq = int(sse.id) if sse.id is not None else None
-        if seq is not None and self.last_id is not None and seq <= self.last_id:
+        if _seen(sse.id, self.last_id):
             return None
-        self.last_id = seq if seq is not None else self.last_id
+        self.last_id = sse.id if sse.id is not None else self.last_id
         self.failures = 0
         return Log.model_validate_json(data)
 
@@ -88,6 +88,19 @@ class Follow:
         if self.failures > RECONNECTS:
             raise HadesUnreachable(f"the log stream of {self.path} broke {RECONNECTS} times: {error}") from error
         return 0.2 * 2.0 ** (self.failures - 1)
+
+
+def _position(ident: str) -> tuple[str, int] | None:
+    """An event id as (stage, position), the stage ``""`` for a job's own ids; None for an id that is neither."""
+    stage, _, seq = ident.rpartition(":")
+    return (stage, int(seq)) if seq.isdigit() else None
+
+
+def _seen(ident: str | None, last: str | None) -> bool:
+    """Whether the batch ``ident`` numbers was handed on already (its stage's, at or before the last one seen)."""
+    here = _position(ident) if ident is not None else None
+    before = _position(last) if last is not None else None
+    return here is not None and before is not None and here[0] == before[0] and here[1] <= before[1]
 
 
 class StreamClosed(Exception):

@@ -76,7 +76,7 @@ class FinishStep:
 
 @dataclass(frozen=True, slots=True)
 class RequeueJob:
-    """Hand the attempt back to the queue as a new attempt (executor shutting down, executor lost)."""
+    """Hand the attempt back to the queue as a new attempt (executor shutting down, executor or container lost)."""
 
     attempt: int
     reason: str
@@ -175,3 +175,12 @@ Command = (
     | StopJob
     | RecordArtifacts
 )
+
+
+def hand_back(attempt: int, max_attempts: int, lost: str) -> RequeueJob | FailJob:
+    """An attempt lost to an infrastructure fault (its executor, its container or its engine went away, not its
+    steps' doing): handed back as a new attempt while the job has attempts left (``MAX_ATTEMPTS`` in all), else
+    failed with a reason that says so."""
+    if attempt >= max_attempts:
+        return FailJob(attempt, f"{lost}; gave up after {attempt} attempts")
+    return RequeueJob(attempt, f"{lost}; attempt {attempt} handed back")

@@ -31,6 +31,7 @@ from hades.core.commands import (
     StartStep,
     StopJob,
     SubmitJob,
+    hand_back,
 )
 from hades.core.decisions import (
     cancel_reason,
@@ -104,6 +105,7 @@ __all__ = [
     "decide",
     "evolve",
     "fold",
+    "hand_back",
 ]
 
 

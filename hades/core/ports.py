@@ -101,6 +101,12 @@ class ExecutionError(Exception):
         self.reason = reason
 
 
+class AttemptLost(ExecutionError):
+    """The engine lost the attempt's allocation: its container was removed from outside while it ran, or the
+    engine itself went away. An infrastructure fault, not the job's: the attempt is handed back to the queue (up to
+    ``MAX_ATTEMPTS``), as for a lost executor, where a step that ran and exited non-zero fails the job."""
+
+
 class Executor(Protocol):
     """Runs a job's steps on some engine."""
 

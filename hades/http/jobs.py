@@ -133,14 +133,15 @@ async def get_logs(
     reconnecting with ``Last-Event-ID`` gets only the batches after that event.
 
     A pipeline's are its stages' logs, stage by stage in launch order, each Log naming its ``stage``; following
-    one streams each stage in turn (without ``Last-Event-ID`` resumption), then the pipeline's ``end``.
+    one streams each stage in turn, then the pipeline's ``end``; its ``log`` events' ids are ``<stage>:<sequence>``,
+    and a client reconnecting with ``Last-Event-ID`` gets what came after that event, as for a job.
     """
     services = _services(request)
     pipeline = await pipeline_state(services, job_id)
     if follow:
         resume = request.headers.get("last-event-id")
         if pipeline is not None:
-            return ServerSentEvent(follow_pipeline(services, job_id))
+            return ServerSentEvent(follow_pipeline(services, job_id, resume))
         return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
     if not is_job_id(job_id):
         return Response(content={"logs": []})

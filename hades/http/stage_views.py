@@ -14,6 +14,7 @@ from hades.core.events import JobSubmitted
 from hades.core.lifecycle import fold
 from hades.core.logs import coalesce
 from hades.core.reconcile import StageStatus, stage_views
+from hades.core.stages import STAGE_NAME
 from hades.core.state import JobState
 from hades.http.follow import KEEPALIVE_SECONDS, Batch, Heartbeat, log_items
 from hades.http.services import ApiServices
@@ -81,20 +82,36 @@ def _is_uuid(text: str) -> bool:
 PIPELINE_POLL_SECONDS = 0.5
 
 
-async def follow_pipeline(services: ApiServices, pipeline_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
+async def follow_pipeline(
+    services: ApiServices, pipeline_id: str, last_event_id: str | None = None
+) -> AsyncGenerator[ServerSentEventMessage, None]:
     """A pipeline's logs live: each launched stage's in launch order (``log`` events whose Log names its
     ``stage``; a stage's lines wait until the stages launched before it have ended), then one ``end`` event with the
-    pipeline's status once it ended."""
+    pipeline's status once it ended.
+
+    Each ``log`` event's id is ``<stage>:<sequence>``: the stage and its batch's position in that stage's log. A
+    client reconnecting with ``Last-Event-ID`` gets what came after it: the rest of that stage, then the stages
+    launched after it (those before it were sent whole, since a stage is sent only once the one before it ended).
+    An id that names no launched stage is ignored: the whole log again.
+    """
+    resume_stage, after = _resume_point(last_event_id)
     followed, quiet = 0, 0.0
     while True:
         state = await pipeline_state(services, pipeline_id)
         if state is None or state.progress is None:
             return
-        if followed < len(state.progress.launched):
-            launch = state.progress.launched[followed]
+        launched = state.progress.launched
+        if resume_stage is not None:
+            names = [launch.name for launch in launched]
+            followed = names.index(resume_stage) if resume_stage in names else 0
+            after = after if resume_stage in names else 0
+            resume_stage = None
+        if followed < len(launched):
+            launch = launched[followed]
             followed += 1
-            async for frame in _follow_stage(services, launch.name, launch.job_id):
+            async for frame in _follow_stage(services, launch.name, launch.job_id, after):
                 yield frame
+            after = 0
             continue
         if state.status.is_terminal:
             end = {"status": state.status.value, "reason": state.reason}
@@ -107,17 +124,27 @@ async def follow_pipeline(services: ApiServices, pipeline_id: str) -> AsyncGener
             yield ServerSentEventMessage(comment="keepalive", data=None)
 
 
-async def _follow_stage(services: ApiServices, stage: str, job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:
-    """One stage's batches until its job ended and every batch was sent."""
+def _resume_point(last_event_id: str | None) -> tuple[str | None, int]:
+    """The stage and the position in its log a ``Last-Event-ID`` names; (None, 0) for none, or one not of ours."""
+    stage, _, seq = (last_event_id or "").rpartition(":")
+    if STAGE_NAME.fullmatch(stage) is None or not seq.isdigit() or len(seq) >= 20:
+        return None, 0
+    return stage, int(seq)
+
+
+async def _follow_stage(
+    services: ApiServices, stage: str, job_id: str, after: int = 0
+) -> AsyncGenerator[ServerSentEventMessage, None]:
+    """One stage's batches (those after ``after``, a position in its log) until its job ended and all were sent."""
     for _ in range(int(60 / PIPELINE_POLL_SECONDS)):  # its job is submitted just after its launch
         if services.jobs.get(job_id) is not None:
             break
         await asyncio.sleep(PIPELINE_POLL_SECONDS)
     else:
         return
-    async for item in log_items(services, job_id, KEEPALIVE_SECONDS):
+    async for item in log_items(services, job_id, KEEPALIVE_SECONDS, after):
         if isinstance(item, Batch):
             data = {"stage": stage, **item.log.model_dump(mode="json", exclude={"step_id"})}
-            yield ServerSentEventMessage(data=json.dumps(data), event="log")
+            yield ServerSentEventMessage(data=json.dumps(data), event="log", id=f"{stage}:{item.seq}")
         elif isinstance(item, Heartbeat):
             yield ServerSentEventMessage(comment="keepalive", data=None)

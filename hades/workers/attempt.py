@@ -1,11 +1,13 @@
 """Running one attempt of a job on an executor, from ``started`` to a terminal event.
 
 Every way out of here ends the attempt: steps run to their end (succeeded or failed), set-up errors and engine
-trouble fail it with a reason a person can act on, the job's timeout fails it, a cancel stops it, and a shutdown
-hands it back to the queue. While it runs, the runner follows the job's own events, so a cancel (or the
-scheduler handing the attempt to someone else) interrupts the running step at once. Whatever happened, the
-engine is cleaned up. A job's inputs are placed into its workspace before its first step; its artifacts are kept
-after its end (its terminal event already appended) and before the workspace is removed.
+refusals fail it with a reason a person can act on, the job's timeout fails it, a cancel stops it, and a shutdown
+hands it back to the queue; so does the engine losing the attempt (its container removed from outside, the engine
+gone away: ``AttemptLost``), counted against ``MAX_ATTEMPTS`` as a lost executor is. While it runs, the runner
+follows the job's own events, so a cancel (or the scheduler handing the attempt to someone else) interrupts the
+running step at once. Whatever happened, the engine is cleaned up. A job's inputs are placed into its workspace
+before its first step; its artifacts are kept after its end (its terminal event already appended) and before the
+workspace is removed.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ from hades.core.lifecycle import (
     StopJob,
     cancel_reason,
     conclusion,
+    hand_back,
 )
 from hades.core.logs import LogBudget
-from hades.core.ports import ExecutionError, Executor, StepResult, WorkspaceFiles
+from hades.core.ports import AttemptLost, ExecutionError, Executor, StepResult, WorkspaceFiles
 from hades.core.state import replace
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
@@ -72,8 +75,10 @@ class AttemptRunner:
         labels: dict[str, str] | None = None,
         artifacts: Artifacts | None = None,
         stage_env: StageEnv | None = None,
+        max_attempts: int = 3,
     ) -> None:
         self._stage_env = stage_env
+        self._max_attempts = max_attempts  # MAX_ATTEMPTS: attempts lost to the engine count against it
         self._limits = log_limits or LogBudget()
         self._artifacts = artifacts
         self._labels = labels  # recorded on every attempt this executor starts
@@ -173,6 +178,9 @@ class AttemptRunner:
                 await self._prepare_and_run(job, job_id, attempt)
         except TimeoutError:
             await self._end(job, FailJob(attempt, f"job timed out after {timeout} seconds"))
+        except AttemptLost as lost:  # before ExecutionError, its base: the engine's fault, not the job's
+            log.warning("job %s attempt %d lost: %s", job_id, attempt, lost.reason)
+            await self._end(job, hand_back(attempt, self._max_attempts, lost.reason))
         except ExecutionError as error:
             await self._end(job, FailJob(attempt, error.reason))
         except InvalidTransition:

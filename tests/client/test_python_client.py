@@ -161,7 +161,7 @@ async def test_wait_times_out_while_the_job_runs_then_returns_its_end(api: Api) 
         assert await client.wait(job_id, timeout=30) == "Succeeded"
 
 
-def frame(job_id: str, seq: int, message: str) -> bytes:
+def frame(job_id: str, seq: int | str, message: str) -> bytes:
     """One ``log`` event as the server frames it."""
     line = {"timestamp": "2024-01-01T00:00:00Z", "message": message, "output_stream": "stdout"}
     log = {"job_id": job_id, "container_id": "c1", "logs": [line]}
@@ -184,17 +184,19 @@ class BrokenStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
 
 @pytest.mark.parametrize("blocking", [True, False], ids=["Hades", "AsyncHades"])
-async def test_a_broken_stream_is_resumed_and_each_batch_handed_on_once(blocking: bool) -> None:
-    """The server sends the backlog again on a reconnect; the client sends Last-Event-ID and drops what it saw."""
+@pytest.mark.parametrize(("first", "then"), [("5", "7"), ("build:5", "test:3")], ids=["job", "pipeline"])
+async def test_a_broken_stream_is_resumed_and_each_batch_handed_on_once(blocking: bool, first: str, then: str) -> None:
+    """A server that sends the backlog again on a reconnect: the client sends Last-Event-ID and drops what it saw.
+    A pipeline's ids name the stage and the position in its log: a later stage's lower position is not "seen"."""
     job_id = str(uuid.uuid4())
     asked: list[str | None] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         asked.append(request.headers.get("last-event-id"))
         if len(asked) == 1:
-            return httpx.Response(200, stream=BrokenStream(frame(job_id, 5, "one")))
+            return httpx.Response(200, stream=BrokenStream(frame(job_id, first, "one")))
         end = b'event: end\r\ndata: {"status": "Succeeded", "reason": null}\r\n\r\n'
-        again = frame(job_id, 5, "one") + b": keepalive\r\n\r\n" + frame(job_id, 7, "two") + end
+        again = frame(job_id, first, "one") + b": keepalive\r\n\r\n" + frame(job_id, then, "two") + end
         return httpx.Response(200, content=again)
 
     transport = httpx.MockTransport(answer)
@@ -205,7 +207,7 @@ async def test_a_broken_stream_is_resumed_and_each_batch_handed_on_once(blocking
         async with AsyncHades("http://hades.test", "", transport=transport) as aclient:
             items = [item async for item in aclient.follow(job_id)]
 
-    assert asked == [None, "5"]
+    assert asked == [None, first]
     assert lines(items) == ["one", "two"]
     assert items[-1] == JobEnded(status="Succeeded", reason=None)
 

@@ -71,7 +71,11 @@ async def test_sequential_stages_pass_an_artifact_on_and_a_later_job_reads_it(
         assert [line["message"] for line in logs[0]["logs"]] == ["built"]
         assert [line["message"] for line in logs[1]["logs"]] == ["tested"]
         follow = await api.client.get(f"/jobs/{pid}/logs", params={"follow": "true"})
-        frames = [f for f in follow.text.split("\r\n\r\n") if f.strip()]
+        frames = [  # each event's own lines, its id (``<stage>:<position>``) aside
+            "\r\n".join(line for line in f.splitlines() if not line.startswith("id: "))
+            for f in follow.text.split("\r\n\r\n")
+            if f.strip()
+        ]
         kinds = [f.splitlines()[0] for f in frames]
         assert set(kinds[:-1]) == {"event: log"} and kinds[-1] == "event: end"
         data = [json.loads(f.splitlines()[1].removeprefix("data: ")) for f in frames]

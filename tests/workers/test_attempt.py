@@ -13,7 +13,7 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.clock import SystemClock
 from hades.core.lifecycle import JobState, QueueJob, Status, SubmitJob, decide
-from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.ports import AttemptLost, ExecutionError, StepLogs, StepResult
 from hades.core.spec import JobSpec, Step
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
@@ -88,3 +88,26 @@ async def test_an_attempt_taken_by_someone_else_is_not_run(nc: Client, event_sto
     assert await first.run(other, attempt=1)
 
     assert not await runner.run(job, attempt=1)
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "status", "reason"),
+    [
+        (2, Status.QUEUED, "step 1's container was removed from outside while it ran; attempt 1 handed back"),
+        (1, Status.FAILED, "step 1's container was removed from outside while it ran; gave up after 1 attempts"),
+    ],
+)
+async def test_an_attempt_lost_to_the_engine_is_handed_back_while_attempts_are_left(
+    nc: Client, event_store: NatsEventStore, max_attempts: int, status: Status, reason: str
+) -> None:
+    executor = FailingExecutor(on_step=AttemptLost("step 1's container was removed from outside while it ran"))
+    job = await queued_job(event_store)
+    runner = AttemptRunner(executor, NatsLogStore(nc).writer, "exec-test", event_store.watch, max_attempts=max_attempts)
+
+    assert await runner.run(job, attempt=1)
+
+    final = await JobHandle.load(event_store, SystemClock(), job.state.job_id)  # type: ignore[union-attr]
+    assert final.state is not None and final.state.status is status
+    assert final.state.attempt == 1 + (status is Status.QUEUED)
+    assert final.state.reason == reason
+    assert executor.cleaned == [(final.state.job_id, 1)]

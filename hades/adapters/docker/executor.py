@@ -3,6 +3,13 @@
 Per job: a labelled volume mounted at ``/shared``; the images made available by the pull policy; per step one
 labelled container whose stdout and stderr are followed into the step's log writer (``logs.py``); containers and
 the volume are always removed, also when the step is cancelled (timeout, cancel, shutdown).
+
+A step whose container ran and exited non-zero fails; a step whose container was removed from outside while it ran
+(``docker rm -f``), or whose engine dropped the connection (dockerd killed or crashed), raises ``AttemptLost``: the
+attempt is handed back, as for a lost executor. A removed container is told from an exited one by the engine
+itself: its wait ends with a status (137 after a forced removal) but the container is then gone, or dying in its
+removal. A graceful dockerd stop (no live-restore) is not told apart: it stops the containers while its API still
+answers, and the step's 137 or 143 is that of any killed container.
 """
 
 from __future__ import annotations
@@ -36,13 +43,20 @@ from hades.adapters.docker.containers import (
 from hades.adapters.docker.logs import EngineLog, Progress, drain, follow
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
-from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.ports import AttemptLost, ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: What an engine call raises when the engine refuses, or cannot be reached at all.
 _ENGINE_TROUBLE = (DockerError, aiohttp.ClientError, OSError)
 _AIODOCKER_UNREACHABLE = 900
+_NOT_FOUND = 404
+#: A container's ``State.Status`` while someone removes it (a forced removal kills it first: its wait has ended).
+_REMOVED = ("removing", "dead")
+#: How long an attempt's set-up waits for an engine that does not answer (a restart took ~25 s here).
+ENGINE_WAIT_SECONDS = 60.0
+_ENGINE_POLL_SECONDS = 0.5
+_REMOVAL_SECONDS = 30.0  # at most, for a removal under way before the attempt's volume is removed
 
 
 @contextlib.contextmanager
@@ -76,10 +90,21 @@ def _describe(error: BaseException) -> str:
     return error.message if isinstance(error, DockerError) else f"{type(error).__name__}: {error}"
 
 
+class _Vanished(Exception):
+    """A step's container was removed from outside while it ran (its wait ended, the container is gone)."""
+
+
 class DockerExecutor:
     """Runs steps as containers on one Docker engine."""
 
-    def __init__(self, defaults: DockerDefaults, pull_policy: PullPolicy, docker_host: str | None = None) -> None:
+    def __init__(
+        self,
+        defaults: DockerDefaults,
+        pull_policy: PullPolicy,
+        docker_host: str | None = None,
+        engine_wait: float = ENGINE_WAIT_SECONDS,
+    ) -> None:
+        self._engine_wait = engine_wait
         self._defaults = defaults
         self._pull_policy = pull_policy
         self._docker_host = docker_host
@@ -109,13 +134,31 @@ class DockerExecutor:
     # -- the Executor protocol ----------------------------------------------------------------------------------
 
     async def prepare(self, job: JobState) -> dict[str, float]:
-        """Create the job's volume and make every image available; returns the seconds each took."""
-        try:
-            return await self._prepare(job)
-        except _ENGINE_TROUBLE as error:
-            if not _unreachable(error):
-                raise
-            raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
+        """Create the job's volume and make every image available; returns the seconds each took.
+
+        An engine that does not answer (restarting: the attempt before this one may have been lost to it) is
+        waited for, up to ``engine_wait`` seconds, before the attempt is given up as lost: handed straight back,
+        this executor would take it again at once and spend every attempt the job has within a restart.
+        """
+        for tries_left in (True, False):
+            try:
+                return await self._prepare(job)
+            except _ENGINE_TROUBLE as error:
+                if not _unreachable(error):
+                    raise
+                if not (tries_left and await self._engine_back()):
+                    raise AttemptLost(f"cannot reach the Docker engine: {_describe(error)}") from error
+        raise AssertionError("unreachable")
+
+    async def _engine_back(self) -> bool:
+        """Whether the engine answers again within ``engine_wait`` seconds."""
+        deadline = time.monotonic() + self._engine_wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(*_ENGINE_TROUBLE):
+                await self.docker.version()
+                return True
+            await asyncio.sleep(_ENGINE_POLL_SECONDS)
+        return False
 
     async def _prepare(self, job: JobState) -> dict[str, float]:
         phases: dict[str, float] = {}
@@ -130,6 +173,8 @@ class DockerExecutor:
                     )
                 )
         except DockerError as error:
+            if _unreachable(error):
+                raise
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
         with lap(phases, "images"):
             await self._ensure_images(job)
@@ -144,14 +189,24 @@ class DockerExecutor:
                 container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
         except DockerError as error:
             if _unreachable(error):
-                raise ExecutionError(f"cannot reach the Docker engine: {_describe(error)}") from error
+                raise AttemptLost(f"cannot reach the Docker engine: {_describe(error)}") from error
             return StepResult(exit_code=None, error=f"failed to create container: {error.message}", phases=phases)
         try:
             return await self._run_container(container, logs, phases)
+        except _Vanished as gone:
+            raise AttemptLost(f"step {index + 1}'s container was removed from outside while it ran ({gone})") from gone
         except _ENGINE_TROUBLE as error:
             if not _unreachable(error):
+                # A refusal while the step ran (its wait: no such container; its logs: "dead or marked for
+                # removal") is the container's removal when the engine says it is gone or going.
+                if await self._gone(container):
+                    removed = f"step {index + 1}'s container was removed from outside while it ran"
+                    raise AttemptLost(f"{removed} ({_describe(error)})") from error
                 raise
-            raise ExecutionError(f"lost the Docker engine while step {index + 1} ran: {_describe(error)}") from error
+            # A connection the engine dropped may leave the container running (the engine still up): stop it, so
+            # the next attempt does not run beside it; against an engine that is gone this fails at once.
+            await asyncio.shield(self._kill(container))
+            raise AttemptLost(f"lost the Docker engine while step {index + 1} ran: {_describe(error)}") from error
         except asyncio.CancelledError:
             await asyncio.shield(self._kill(container))
             raise
@@ -175,7 +230,10 @@ class DockerExecutor:
             await asyncio.wait(self._removals, timeout=30)
         mine = [f"{key}={value}" for key, value in labels(job, self._defaults).items()]
         for container in await self.docker.containers.list(all=True, filters={"label": mine}):
-            await self._remove(container)
+            if container._container.get("State") in _REMOVED:
+                await self._removed(container)  # removed from outside meanwhile: it holds the volume until it is gone
+            else:
+                await self._remove(container)
         try:
             volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
             await volume.delete()
@@ -262,6 +320,8 @@ class DockerExecutor:
             with lap(phases, "start"):
                 await container.start()
         except DockerError as error:
+            if error.status == _NOT_FOUND or _unreachable(error):
+                raise  # removed between its creation and its start, or the engine went away: not the job's doing
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
         progress = Progress()
         pumps = [asyncio.create_task(follow(EngineLog(container), logs, progress))]
@@ -274,17 +334,38 @@ class DockerExecutor:
             for task in pumps:
                 task.cancel()
         code = int(result.get("StatusCode", -1))
-        if code != 0 and await self._oom_killed(container):
+        if code == 0:
+            return StepResult(exit_code=code, phases=phases)  # ran to its end: whatever happens to it now
+        state = await self._state(container)
+        if state is None:
+            raise _Vanished(f"its wait ended with status {code}, and it is gone or being removed")
+        if state.get("OOMKilled"):
             return StepResult(
                 exit_code=code, error=f"container exited with status {code} (out of memory)", phases=phases
             )
         return StepResult(exit_code=code, phases=phases)
 
-    async def _oom_killed(self, container: DockerContainer) -> bool:
-        with contextlib.suppress(DockerError):
+    async def _state(self, container: DockerContainer) -> dict[str, Any] | None:
+        """A step container's ``State`` as the engine has it after its wait; None when it was removed from outside
+        (gone, or being removed: nothing but this attempt's end removes it here, and that comes later). Empty when
+        the engine refuses to say; engine trouble is raised."""
+        try:
             info = await container.show()
-            return bool(info.get("State", {}).get("OOMKilled"))
-        return False
+        except DockerError as error:
+            if error.status == _NOT_FOUND:
+                return None
+            if _unreachable(error):
+                raise
+            return {}
+        state: dict[str, Any] = info.get("State") or {}
+        return None if state.get("Status") in _REMOVED else state
+
+    async def _gone(self, container: DockerContainer) -> bool:
+        """Whether the engine says the container is gone or going (False when it cannot be asked)."""
+        try:
+            return await self._state(container) is None
+        except _ENGINE_TROUBLE:
+            return False
 
     async def _kill(self, container: DockerContainer) -> None:
         with contextlib.suppress(*_ENGINE_TROUBLE):
@@ -293,6 +374,12 @@ class DockerExecutor:
     async def _remove(self, container: DockerContainer) -> None:
         with contextlib.suppress(*_ENGINE_TROUBLE):
             await container.delete(force=True, v=True)
+
+    async def _removed(self, container: DockerContainer) -> None:
+        """Wait for a removal under way (begun from outside) to end; a container already gone answers at once."""
+        with contextlib.suppress(*_ENGINE_TROUBLE, TimeoutError):
+            async with asyncio.timeout(_REMOVAL_SECONDS):
+                await container.wait(condition="removed")
 
     async def _ensure_images(self, job: JobState) -> None:
         images = list(dict.fromkeys(image_reference(step.image) for step in job.spec.steps))
@@ -308,6 +395,8 @@ class DockerExecutor:
                 await self.docker.images.inspect(image)
                 return None
             except DockerError as error:
+                if _unreachable(error):
+                    raise
                 if error.status != 404:
                     return f"failed to pull image {image}: {error.message}"  # e.g. an invalid reference
         if self._pull_policy is PullPolicy.NEVER:

@@ -1,6 +1,12 @@
 """Jobs through the real Hades in operator mode: the API, the scheduler and the executor role with
-``HADES_EXECUTOR=k8s-operator`` in one process, two ``hades operator`` replicas in two more (all on the session's
-real nats-server, each pointed by a kubeconfig at the in-test API server), a ``Kubelet`` playing the Pods."""
+``HADES_EXECUTOR=k8s-operator`` in one process, two ``hades operator`` replicas in two more (all on a real
+nats-server of this test's own, each pointed by a kubeconfig at the in-test API server), a ``Kubelet`` playing the
+Pods.
+
+The nats-server is the test's own, not the session's: jobs that earlier tests left queued there (pipeline stage
+jobs no executor ever ran) were taken by this test's executor and handed to the operator as BuildJobs, so the
+operator created their Pods beside this job's and the test counted 7 Pods instead of 1 (it failed when run after
+tests/workers, tests/pools and tests/pipelines in one process)."""
 
 from __future__ import annotations
 
@@ -8,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from hades.adapters.k8s.operator.lease import LEASE_NAME
 from hades.adapters.k8s.pods import pod_name
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.server import EmbeddedNats
 from hades.core.events import JobFailed, JobStopped, JobSucceeded
 from hades.core.logs import coalesce
 from hades.runtime import Roles
@@ -24,6 +33,12 @@ from tests.support.kubelet import Kubelet, Outcome
 
 NAMESPACE = "pipeline"
 GROUP = "build.hades.tum.de/v1"
+
+
+@pytest.fixture
+def nats_url(fresh_nats: EmbeddedNats, js: JetStreamContext) -> str:
+    """This module's own nats-server (streams.yaml applied by ``js``), for ``start_hades`` and ``nc`` alike."""
+    return fresh_nats.url
 
 
 async def test_jobs_run_through_hades_as_buildjobs_and_only_the_leading_operator_reconciles(
