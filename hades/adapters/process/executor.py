@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hades.adapters.docker.containers import PRIORITY_KEYS
+from hades.adapters.process.workspaces import Workspaces
 from hades.adapters.tar_stream import tar_chunks
 from hades.core.lifecycle import JobState
 from hades.core.logs import OutputStream
@@ -39,17 +40,22 @@ class ProcessExecutor:
 
     def __init__(self, root: Path, executor_id: str, shell: str = "/bin/sh -c") -> None:
         self._root = root / executor_id
+        self._root_name = str(self._root)
         self._shell = shlex.split(shell)
+        self._workspaces = Workspaces(self._root_name)
 
     def workspace(self, job: JobState) -> Path:
         """The attempt's shared directory."""
-        return self._root / f"{job.job_id}-{job.attempt}"
+        return Path(self._workspace(job))
+
+    def _workspace(self, job: JobState) -> str:
+        return f"{self._root_name}/{job.job_id}-{job.attempt}"  # a string: pathlib cost more than the step's spawn
 
     async def prepare(self, job: JobState) -> dict[str, float]:
-        """Create the workspace."""
+        """Create the workspace (or take an emptied one: ``workspaces``)."""
         began = time.perf_counter()
         try:
-            self.workspace(job).mkdir(parents=True, exist_ok=True)
+            self._workspaces.make(self._workspace(job))
         except OSError as error:
             raise ExecutionError(f"failed to create the workspace: {error}") from error
         return {"volume": round(time.perf_counter() - began, 6)}
@@ -65,7 +71,7 @@ class ProcessExecutor:
             )
         try:
             process, (stdout, stderr), pipes = await _spawn(
-                [*self._shell, step.script], self.workspace(job), self._env(job, index)
+                [*self._shell, step.script], self._workspace(job), self._env(job, index)
             )
         except OSError as error:
             return StepResult(exit_code=None, error=f"failed to start the step: {error}")
@@ -86,15 +92,8 @@ class ProcessExecutor:
         return StepResult(exit_code=code if code is None or code >= 0 else 128 - code, phases=phases)
 
     async def cleanup(self, job: JobState) -> None:
-        """Remove the attempt's workspace: on the loop when it is empty (one system call, where a thread hop cost
-        more than the work), else in a thread."""
-        workspace = self.workspace(job)
-        try:
-            workspace.rmdir()
-        except FileNotFoundError:
-            return
-        except OSError:  # not empty
-            await asyncio.to_thread(shutil.rmtree, workspace, True)
+        """Remove the attempt's workspace (an empty one is kept for a later attempt)."""
+        await self._workspaces.remove(self._workspace(job))
 
     async def write_inputs(self, job: JobState, archive: Path) -> None:
         """Unpack the inputs' archive into the workspace (tarfile's ``data`` filter: nothing lands outside it)."""
@@ -115,6 +114,8 @@ class ProcessExecutor:
         if not self._root.is_dir():
             return 0
         for workspace in self._root.iterdir():
+            if self._workspaces.is_spare(workspace.name):
+                continue
             job_id = workspace.name.rsplit("-", 1)[0]
             if not running(job_id):
                 await asyncio.to_thread(shutil.rmtree, workspace, True)
@@ -128,13 +129,13 @@ class ProcessExecutor:
         env.update(step.metadata)
         for key in PRIORITY_KEYS:
             env.pop(key, None)
-        workspace = str(self.workspace(job))
+        workspace = self._workspace(job)
         env.update(HOME=workspace, HADES_SHARED=workspace, UUID=job.job_id, JOB_NAME=job.spec.name)
         return env
 
 
 async def _spawn(
-    argv: list[str], cwd: Path, env: dict[str, str]
+    argv: list[str], cwd: str, env: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], tuple[asyncio.StreamReader, asyncio.StreamReader], list[asyncio.ReadTransport]]:
     """Start a step's process in its own session, its output pipes read on the running loop; close the
     transports when done (that closes the pipes: under uvloop nothing else does it in time, and a pipe left to
