@@ -71,6 +71,7 @@ class StepLogWriter:
         budget: LogBudget | None = None,
         publish_timeout: float = 5.0,
         publisher: JetStreamContext | None = None,
+        writer_id: str | None = None,
     ) -> None:
         # A JetStream context subscribes to an inbox of its own for its first asynchronous publish and keeps it for
         # good, so writers share their store's (``publisher``): one per writer cost every step a SUB, and the
@@ -78,7 +79,9 @@ class StepLogWriter:
         self._js = publisher or nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
         self._ack_timeout = publish_timeout
         self._in_flight: deque[tuple[bytes, dict[str, str], asyncio.Future[PubAck]]] = deque()
-        self._writer = nuid.NUID().next().decode()  # batch ids unique to this writer, so a retry is deduplicated
+        # batch ids unique to this writer, so a retry is deduplicated (a store hands out ids from one NUID: making
+        # one seeds a random generator, which cost more than the step's whole log)
+        self._writer = writer_id or nuid.NUID().next().decode()
         self._batches = 0
         self._pending_bytes = 0
         self._job_id = job_id
@@ -179,13 +182,15 @@ class NatsLogStore:
         self._nc = nc
         self._js = nc.jetstream()
         self._publisher: JetStreamContext | None = None
+        self._writer_ids = nuid.NUID()
 
     def writer(self, job_id: str, step_id: int, budget: LogBudget) -> StepLogWriter:
         """A writer for one step of a job, drawing on the attempt's log budget; every writer of this store shares
         one JetStream context, so one inbox subscription answers all their batches."""
         if self._publisher is None:
             self._publisher = self._nc.jetstream(timeout=5.0, publish_async_max_pending=PUBLISHER_PENDING)
-        return StepLogWriter(self._nc, job_id, step_id, budget, publisher=self._publisher)
+        writer_id = self._writer_ids.next().decode()
+        return StepLogWriter(self._nc, job_id, step_id, budget, publisher=self._publisher, writer_id=writer_id)
 
     async def read(self, job_id: str) -> list[Log]:
         """Every batch stored for the job, oldest first (empty for an unknown job)."""
