@@ -130,8 +130,15 @@ class StepLogWriter:
             if notice is not None:
                 self._pending.append({"timestamp": datetime.now(UTC), "message": notice, "output_stream": "stderr"})
             await self.flush()
-        while self._in_flight:
-            await self._settle_oldest()
+        try:
+            while self._in_flight:
+                await self._settle_oldest()
+        finally:
+            # Batches given up on (NATS gone for longer than the patience) stop waiting for their acks, which frees
+            # their places in the publishing context every writer of the store shares.
+            for _, _, pending in self._in_flight:
+                pending.cancel()
+            self._in_flight.clear()
         return self.last_seq
 
     async def _tick(self) -> None:
