@@ -87,7 +87,9 @@ async def executor_worker(
         places=k8s_places if settings.executor == "k8s" else None,
     )
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
-    return ExecutorWorker(nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc))
+    return ExecutorWorker(
+        nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc), interruptions.ring
+    )
 
 
 async def _handoff(

@@ -93,14 +93,23 @@ class AttemptRunner:
         """Run the attempt; False when it was no longer ours to run (someone else took or ended it).
 
         ``traceparent`` is the queued event's: the attempt's span (and its steps') continue the job's trace.
+
+        The job's interruptions are listened to before ``started`` is appended: one published after that is heard,
+        and one stored before it makes the append a conflict, so no read of the store is needed to know the attempt
+        began uninterrupted (that was one request per job).
         """
         assert job.state is not None
         job_id = job.state.job_id
         began = time.time_ns()
+        heard = _Interruptions(job, job_id, attempt)
+        unwatch = await self._watch(job_id, heard.on_event)
         try:
             await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels))
-        except InvalidTransition:
-            return False  # no span: the attempt was never ours
+        except BaseException as error:
+            await asyncio.shield(unwatch())
+            if isinstance(error, InvalidTransition):
+                return False  # no span: the attempt was never ours
+            raise
         attributes: dict[str, AttributeValue] = {
             "hades.job_id": job_id,
             "hades.attempt": attempt,
@@ -113,7 +122,7 @@ class AttemptRunner:
             self._metrics.attempts_started.inc()
         try:
             with trace.use_span(span):
-                await self._run_started(job, job_id, attempt)
+                await self._run_started(job, job_id, attempt, heard, unwatch)
         finally:
             self._ended(job, span)
         return True
@@ -129,23 +138,14 @@ class AttemptRunner:
         if self._metrics is not None:
             self._metrics.attempts_finished.labels(status).inc()
 
-    async def _run_started(self, job: JobHandle, job_id: str, attempt: int) -> None:
+    async def _run_started(
+        self, job: JobHandle, job_id: str, attempt: int, heard: _Interruptions, unwatch: Unwatch
+    ) -> None:
         assert job.state is not None
         started = job.state  # the attempt as it began: what cleanup removes, whatever the job does next
         work = asyncio.create_task(self._work(job, job_id, attempt), name=f"attempt-{job_id}-{attempt}")
-
-        checks: set[asyncio.Task[None]] = set()
-
-        def on_event(event: Event) -> None:
-            # Plain subscribers also see publishes the stream refused, so check the store before acting.
-            if isinstance(event, JobCancelRequested) or (isinstance(event, JobQueued) and event.attempt > attempt):
-                check = asyncio.create_task(self._check(job, job_id, attempt, work))
-                checks.add(check)
-                check.add_done_callback(checks.discard)
-
-        unwatch = await self._watch(job_id, on_event)
+        heard.follow(work)
         try:
-            await self._check(job, job_id, attempt, work)  # what landed before the watch started
             await work
         except asyncio.CancelledError:
             current = asyncio.current_task()
@@ -154,21 +154,10 @@ class AttemptRunner:
                 raise
             await asyncio.shield(self._interrupted(job, job_id, attempt))
         finally:
-            for check in checks:
-                check.cancel()
+            heard.stop()
             await asyncio.shield(unwatch())
             await asyncio.shield(self._keep_artifacts(job, attempt))
             await asyncio.shield(self._cleanup(started))
-
-    @staticmethod
-    async def _check(job: JobHandle, job_id: str, attempt: int, work: asyncio.Task[None]) -> None:
-        """Interrupt the work if the stored history says the job was cancelled or moved to another attempt."""
-        if await job.store.last_seq(job_id) <= job.seq:
-            return  # nothing was appended but by this attempt: one index lookup instead of reading the history
-        fresh = await JobHandle.load(job.store, job.clock, job_id)
-        state = fresh.state
-        if state is not None and (state.cancel_requested_by is not None or state.attempt != attempt):
-            await stop_all([work], patience=30)  # a cancel lost mid-reply would let the next step run
 
     async def _work(self, job: JobHandle, job_id: str, attempt: int) -> None:
         assert job.state is not None
@@ -307,3 +296,51 @@ def _record_step(span: Span, result: StepResult) -> None:
         span.set_attribute("hades.step.exit_code", result.exit_code)
     if result.error is not None or result.exit_code != 0:
         span.set_status(StatusCode.ERROR, result.error or f"exited with status {result.exit_code}")
+
+
+class _Interruptions:
+    """An attempt's cancel requests and re-queueings as heard, each checked against the store before the work is
+    interrupted (a plain subscription also sees publishes the stream refused). One heard before the work began is
+    checked as it begins."""
+
+    def __init__(self, job: JobHandle, job_id: str, attempt: int) -> None:
+        self._job = job
+        self._job_id = job_id
+        self._attempt = attempt
+        self._work: asyncio.Task[None] | None = None
+        self._heard_early = False
+        self._checks: set[asyncio.Task[None]] = set()
+
+    def on_event(self, event: Event) -> None:
+        """The ``JobWatcher`` callback."""
+        if isinstance(event, JobCancelRequested) or (isinstance(event, JobQueued) and event.attempt > self._attempt):
+            if self._work is None:
+                self._heard_early = True
+            else:
+                self._check_soon(self._work)
+
+    def follow(self, work: asyncio.Task[None]) -> None:
+        """The work to interrupt, from now on."""
+        self._work = work
+        if self._heard_early:
+            self._check_soon(work)
+
+    def stop(self) -> None:
+        """Cancel the checks still running."""
+        for check in self._checks:
+            check.cancel()
+
+    def _check_soon(self, work: asyncio.Task[None]) -> None:
+        check = asyncio.create_task(self._check(work))
+        self._checks.add(check)
+        check.add_done_callback(self._checks.discard)
+
+    async def _check(self, work: asyncio.Task[None]) -> None:
+        """Interrupt the work if the stored history says the job was cancelled or moved to another attempt."""
+        job = self._job
+        if await job.store.last_seq(self._job_id) <= job.seq:
+            return  # nothing was appended but by this attempt: one index lookup instead of reading the history
+        fresh = await JobHandle.load(job.store, job.clock, self._job_id)
+        state = fresh.state
+        if state is not None and (state.cancel_requested_by is not None or state.attempt != self._attempt):
+            await stop_all([work], patience=30)  # a cancel lost mid-reply would let the next step run

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from nats.aio.client import Client
@@ -49,6 +49,9 @@ from hades.workers.jobs import JobHandle
 log = logging.getLogger(__name__)
 
 __all__ = ["PRIORITY_ORDER", "ExecutorOptions", "ExecutorWorker", "queue_consumer"]
+
+#: Rings ``on_queued`` whenever a job is queued; returns how to stop (``JobInterruptions.ring``).
+Doorbell = Callable[[Callable[[], None]], Awaitable[Callable[[], Awaitable[None]]]]
 
 IDLE_POLL_SECONDS = 1.0
 #: How often an executor looks for a free slot while the global cap is reached.
@@ -84,6 +87,7 @@ class ExecutorWorker:
         cap: SlotLeases | None = None,
         metrics: ProcessMetrics | None = None,
         pools: Pools | None = None,
+        doorbell: Doorbell | None = None,
     ) -> None:
         self._nc = nc
         self._store = store
@@ -99,6 +103,7 @@ class ExecutorWorker:
         self._running: dict[asyncio.Task[None], str] = {}
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._pools = pools
+        self._ring_on = doorbell
         self._pool_pullers: dict[str, dict[Priority, NoWaitPuller]] = {}
         self._pool_placements: dict[str, Placement] = {}
         self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
@@ -110,7 +115,7 @@ class ExecutorWorker:
 
     async def run(self) -> None:
         """Take work until cancelled (or drained); running attempts are then handed back to the queue."""
-        bell = await self._nc.subscribe("hades.events.*.queued.>", cb=self._ring)
+        unring = await self._listen_for_work()
         for puller in self._pullers.values():
             await puller.start()
         await self._beat()
@@ -140,7 +145,7 @@ class ExecutorWorker:
                     task.add_done_callback(self._finished)
             await self._wait_running()
         finally:
-            await bell.unsubscribe()
+            await unring()
             await self._stop_running()
             await stop_all(chores)  # none left pending when the loop closes
             for puller in self._all_pullers():
@@ -169,6 +174,14 @@ class ExecutorWorker:
     def _runs(self, job_id: str) -> bool:
         """Whether this executor runs the job right now (asked at the moment of the check, not before)."""
         return job_id in self._running.values()
+
+    async def _listen_for_work(self) -> Callable[[], Awaitable[None]]:
+        """Ring the doorbell whenever work is queued: through ``doorbell`` (a subscription kept anyway), else one
+        of its own."""
+        if self._ring_on is not None:
+            return await self._ring_on(self._doorbell.set)
+        subscription = await self._nc.subscribe("hades.events.*.queued.>", cb=self._ring)
+        return subscription.unsubscribe
 
     async def _ring(self, _msg: Msg) -> None:
         self._doorbell.set()

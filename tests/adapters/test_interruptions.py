@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 from nats.aio.client import Client
 
+from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.interruptions import JobInterruptions
+from hades.adapters.nats.server import start_nats
 from hades.clock import SystemClock
 from hades.core.events import Event, JobCancelRequested, JobQueued
 from hades.core.lifecycle import QueueJob, RequestCancel, StartAttempt, SubmitJob, decide
@@ -62,3 +65,35 @@ def _queued(job_id: str) -> bytes:
 
 async def _count(heard: list[Event], n: int) -> bool:
     return len(heard) >= n
+
+
+async def test_the_doorbell_rings_for_every_queueing_on_the_same_subscription(tmp_path: Path) -> None:
+    # A server of its own without streams: what is published here is stored nowhere for later tests to meet.
+    server = start_nats(tmp_path / "nats")
+    nc = await connect(server.url)
+    try:
+        interruptions = JobInterruptions(nc)
+        first: list[str] = []
+        unring = await interruptions.ring(lambda: first.append("rung"))
+        queueing = f"hades.events.{uuid.uuid4()}.queued.low"  # any job's queueing rings, watched or not
+        await nc.publish(queueing, b"")
+        await eventually(lambda: _rung(first, 1), timeout=5)
+
+        await unring()
+        second: list[str] = []
+        await interruptions.ring(lambda: second.append("rung"))
+        await nc.publish(f"hades.events.{uuid.uuid4()}.cancel_requested", b"")  # not a queueing
+        await nc.publish(queueing, b"")
+        await eventually(lambda: _rung(second, 1), timeout=5)
+
+        assert first == ["rung"]  # the queueing after it stopped did not ring it
+        assert second == ["rung"]
+        assert len(nc._subs) == 2  # the interruptions' own two: none for the doorbell
+        await interruptions.stop()
+    finally:
+        await nc.close()
+        server.stop()
+
+
+async def _rung(bells: list[str], n: int) -> bool:
+    return len(bells) >= n

@@ -14,11 +14,14 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from hades.adapters.nats import log_store
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.log_store import NatsLogStore, StepLogWriter
 from hades.adapters.nats.server import start_nats
 from hades.adapters.nats.topology import apply, load_topology
-from tests.conftest import free_port
+from tests.conftest import eventually, free_port
 
 
 async def test_a_batch_whose_ack_was_lost_is_sent_again(tmp_path: Path) -> None:
@@ -43,6 +46,37 @@ async def test_a_batch_whose_ack_was_lost_is_sent_again(tmp_path: Path) -> None:
             lines = [entry.message for log in await NatsLogStore(nc).read("job-1") for entry in log.logs or []]
             assert lines == ["line 0", "line 1", "line 2"]
         finally:
+            await nc.close()
+    finally:
+        server.process.kill()
+        server.process.wait()
+
+
+async def test_a_writer_that_gives_up_frees_its_places_in_the_shared_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_store, "_OUTAGE_PATIENCE", 0.5)
+    server = start_nats(tmp_path / "nats", port=free_port())
+    try:
+        nc = await connect(server.url)
+        try:
+            await apply(nc.jetstream(), load_topology())
+            shared = nc.jetstream(timeout=0.5)
+            writer = StepLogWriter(nc, "job-2", 1, publish_timeout=0.5, publisher=shared)
+            os.kill(server.process.pid, signal.SIGSTOP)  # no batch is ever answered
+            await writer.open("container-1")
+            await writer.write("stdout", datetime.now(UTC), "line")
+            await writer.flush()
+
+            with pytest.raises(TimeoutError):
+                await writer.close()
+
+            async def released() -> bool:  # the cancelled acks' callbacks run on the loop's next turn
+                return shared.publish_async_pending() == 0
+
+            assert await eventually(released, timeout=5)  # the second batch no longer holds a place
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
             await nc.close()
     finally:
         server.process.kill()

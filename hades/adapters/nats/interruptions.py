@@ -10,6 +10,9 @@ publishes the stream refused: a hint, checked against the store before acting.
 
 The subscriptions are made on the first ``watch`` and kept; anything published on a job's subjects after ``watch``
 returns is heard (the server handles a connection's SUB before the publishes that follow it).
+
+The executor's doorbell (``ring``: new work was queued somewhere) hangs on the same ``queued.>`` subscription: a
+second one of its own had the server send every executor each queueing twice.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class JobInterruptions:
     def __init__(self, nc: Client) -> None:
         self._nc = nc
         self._watchers: dict[str, list[OnEvent]] = {}
+        self._bells: list[Callable[[], None]] = []
         self._subs: list[Subscription] = []
         self._starting = asyncio.Lock()
 
@@ -56,6 +60,17 @@ class JobInterruptions:
 
         return unwatch
 
+    async def ring(self, on_queued: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+        """Call ``on_queued`` whenever any job is queued from now on; returns how to stop."""
+        await self._start()
+        self._bells.append(on_queued)
+
+        async def unring() -> None:
+            if on_queued in self._bells:
+                self._bells.remove(on_queued)
+
+        return unring
+
     async def stop(self) -> None:
         """Drop the subscriptions."""
         subs, self._subs = self._subs, []
@@ -71,6 +86,9 @@ class JobInterruptions:
 
     async def _on_msg(self, msg: Msg) -> None:
         tokens = msg.subject.split(".", _JOB_TOKEN + 1)
+        if self._bells and tokens[-1].startswith("queued"):
+            for bell in self._bells:
+                bell()
         watchers = self._watchers.get(tokens[_JOB_TOKEN]) if len(tokens) > _JOB_TOKEN else None
         if not watchers:
             return

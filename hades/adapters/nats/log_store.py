@@ -26,6 +26,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
+from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 from pydantic_core import to_json
 
@@ -39,6 +40,8 @@ BATCH_LINES = 1000
 BATCH_BYTES = 256 * 1024
 BATCH_SECONDS = 1.0
 IN_FLIGHT = 16  # batches published but not yet acknowledged, before a writer waits for the oldest
+#: Batches all the writers of one store may have unacknowledged (each writer also keeps to ``IN_FLIGHT``).
+PUBLISHER_PENDING = 4000
 _OUTAGE_PATIENCE = 20.0  # as the event store's appends: long enough for a stream's leader election
 _OUTAGE_RETRY = 0.5
 
@@ -61,12 +64,24 @@ class StepLogWriter:
     """``StepLogs`` for one step: buffers lines and publishes them in ordered batches."""
 
     def __init__(
-        self, nc: Client, job_id: str, step_id: int, budget: LogBudget | None = None, publish_timeout: float = 5.0
+        self,
+        nc: Client,
+        job_id: str,
+        step_id: int,
+        budget: LogBudget | None = None,
+        publish_timeout: float = 5.0,
+        publisher: JetStreamContext | None = None,
+        writer_id: str | None = None,
     ) -> None:
-        self._js = nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
+        # A JetStream context subscribes to an inbox of its own for its first asynchronous publish and keeps it for
+        # good, so writers share their store's (``publisher``): one per writer cost every step a SUB, and the
+        # executor's connection one subscription (and its task) more per step it ever ran.
+        self._js = publisher or nc.jetstream(timeout=publish_timeout, publish_async_max_pending=IN_FLIGHT * 2)
         self._ack_timeout = publish_timeout
         self._in_flight: deque[tuple[bytes, dict[str, str], asyncio.Future[PubAck]]] = deque()
-        self._writer = nuid.NUID().next().decode()  # batch ids unique to this writer, so a retry is deduplicated
+        # batch ids unique to this writer, so a retry is deduplicated (a store hands out ids from one NUID: making
+        # one seeds a random generator, which cost more than the step's whole log)
+        self._writer = writer_id or nuid.NUID().next().decode()
         self._batches = 0
         self._pending_bytes = 0
         self._job_id = job_id
@@ -115,8 +130,15 @@ class StepLogWriter:
             if notice is not None:
                 self._pending.append({"timestamp": datetime.now(UTC), "message": notice, "output_stream": "stderr"})
             await self.flush()
-        while self._in_flight:
-            await self._settle_oldest()
+        try:
+            while self._in_flight:
+                await self._settle_oldest()
+        finally:
+            # Batches given up on (NATS gone for longer than the patience) stop waiting for their acks, which frees
+            # their places in the publishing context every writer of the store shares.
+            for _, _, pending in self._in_flight:
+                pending.cancel()
+            self._in_flight.clear()
         return self.last_seq
 
     async def _tick(self) -> None:
@@ -166,10 +188,16 @@ class NatsLogStore:
     def __init__(self, nc: Client) -> None:
         self._nc = nc
         self._js = nc.jetstream()
+        self._publisher: JetStreamContext | None = None
+        self._writer_ids = nuid.NUID()
 
     def writer(self, job_id: str, step_id: int, budget: LogBudget) -> StepLogWriter:
-        """A writer for one step of a job, drawing on the attempt's log budget."""
-        return StepLogWriter(self._nc, job_id, step_id, budget)
+        """A writer for one step of a job, drawing on the attempt's log budget; every writer of this store shares
+        one JetStream context, so one inbox subscription answers all their batches."""
+        if self._publisher is None:
+            self._publisher = self._nc.jetstream(timeout=5.0, publish_async_max_pending=PUBLISHER_PENDING)
+        writer_id = self._writer_ids.next().decode()
+        return StepLogWriter(self._nc, job_id, step_id, budget, publisher=self._publisher, writer_id=writer_id)
 
     async def read(self, job_id: str) -> list[Log]:
         """Every batch stored for the job, oldest first (empty for an unknown job)."""
