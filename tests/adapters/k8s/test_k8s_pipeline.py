@@ -7,17 +7,26 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from nats.aio.client import Client
+from nats.js import JetStreamContext
 
 from hades.adapters.k8s.pods import pod_name
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.server import EmbeddedNats
 from hades.core.events import StepFinished
 from hades.core.logs import coalesce
 from tests.conftest import RunningHades, StartHades, eventually
 from tests.support.k8s_api import KubeApi
 from tests.support.kubelet import Kubelet, Outcome
+
+
+@pytest.fixture
+def nats_url(fresh_nats: EmbeddedNats, js: JetStreamContext) -> str:
+    """This module's own nats-server: a job left queued on the shared one by another test would become a Pod here."""
+    return fresh_nats.url
 
 
 def kubeconfig(path: Path, server: str) -> Path:
