@@ -141,3 +141,26 @@ def test_many_steps_side_by_side_on_uvloop_neither_leak_nor_reuse_descriptors(tm
         assert len(os.listdir("/proc/self/fd")) <= before
 
     uvloop.run(main())
+
+
+async def test_what_a_step_left_running_ends_with_it(nc: Client, event_store: NatsEventStore, tmp_path: Path) -> None:
+    # As in a container, whose processes end with it: a background process the script started (its output
+    # detached, so the step does not wait for it) must not live on into later steps or into the next job that
+    # reuses the emptied workspace.
+    pid_file = tmp_path / "background.pid"
+    script = f"sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {pid_file}"
+    job = await queued(event_store, name="proc", steps=[Step(id=1, image="ignored", script=script)])
+
+    assert await runner(nc, event_store, tmp_path / "root").run(job, 1)
+
+    assert job.state is not None and job.state.status is Status.SUCCEEDED
+    pid = int(pid_file.read_text())
+
+    async def gone() -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            return True
+        return state == "Z"  # killed, not yet reaped by its parent
+
+    await eventually(gone, timeout=5)

@@ -3,7 +3,8 @@
 Opt-in (``HADES_EXECUTOR=process``), for trusted fleets and for measuring the control plane without container
 cost. The workspace is exported as ``HADES_SHARED`` and is the working directory; the environment is the job's
 metadata, then the step's, then ``UUID`` and ``JOB_NAME``, on top of a minimal ``PATH``/``HOME``. A step runs in
-its own process group so that a timeout or cancel kills everything it started. ``image`` is ignored.
+its own process group so that its end, a timeout or a cancel kills everything it started (as a container's end
+does). ``image`` is ignored.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class ProcessExecutor:
         return {"volume": round(time.perf_counter() - began, 6)}
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
-        """Run the step's script to its end; cancelling kills its whole process group."""
+        """Run the step's script to its end, then kill what it left running (its process group), as a cancel does."""
         step = job.spec.steps[index]
         phases: dict[str, float] = {}
         began = time.perf_counter()
@@ -72,6 +73,7 @@ class ProcessExecutor:
             await logs.open(f"process-{process.pid}")
             await process.forward(logs)
             code = await process.exited()
+            process.kill()  # what the script left running ends with the step, as in a container
         except BaseException:
             process.kill()
             with contextlib.suppress(Exception):
