@@ -19,6 +19,7 @@ from hades.http.app import create_app
 from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
+from hades.tasks import stop_all
 
 #: Build an httpx client over ``create_app(services, **app_options)``; ``services`` fields may be replaced.
 AppClient = Callable[..., contextlib.AbstractAsyncContextManager[httpx.AsyncClient]]
@@ -34,9 +35,7 @@ async def api_services(nc: Client) -> AsyncIterator[ApiServices]:
     try:
         yield ApiServices(store=store, logs=NatsLogStore(nc), views=views, projections=projections, clock=SystemClock())
     finally:
-        while not follow.done():  # nats-py's ``wait_for`` can swallow a cancel that races a reply (Python 3.11)
-            follow.cancel()
-            await asyncio.wait({follow}, timeout=0.5)
+        await stop_all([follow], patience=0.5)
 
 
 @pytest.fixture

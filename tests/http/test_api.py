@@ -7,7 +7,6 @@ driven through httpx's ASGI transport; there is no executor, so a submitted job 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import uuid
@@ -29,6 +28,7 @@ from hades.http.app import create_app
 from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
+from hades.tasks import stop
 
 # Contract 6.4, written out rather than imported so that a typo in the app fails here.
 SECURITY_HEADERS = {
@@ -64,16 +64,7 @@ async def client(nc: Client) -> AsyncIterator[httpx.AsyncClient]:
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
             yield http
     finally:
-        await stop(follow)
-
-
-async def stop(task: asyncio.Task[None]) -> None:
-    """Cancel, again if need be: on Python 3.11 nats-py's ``wait_for`` can swallow a cancel that races a reply."""
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=0.5)
-    with contextlib.suppress(asyncio.CancelledError):
-        task.result()
+        await stop(follow, patience=0.5)
 
 
 async def submit(client: httpx.AsyncClient, **fields: Any) -> str:

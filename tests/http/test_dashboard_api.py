@@ -34,6 +34,7 @@ from hades.http.dashboard.session import COOKIE
 from hades.http.services import ApiServices
 from hades.projections.runner import ProjectionRunner
 from hades.projections.views import ReadModels
+from hades.tasks import stop_all
 from tests.conftest import eventually
 
 PASSWORD = "correct horse battery"
@@ -78,10 +79,7 @@ async def make_client(nc: Client) -> AsyncIterator[MakeClient]:
     yield make
     for client in clients:
         await client.aclose()
-    for task in tasks:
-        while not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=0.5)
+    await stop_all(tasks, patience=0.5)
 
 
 @pytest.fixture
