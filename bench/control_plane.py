@@ -55,6 +55,8 @@ from _support import (
     run,
     watch_terminal,
 )
+from floor import floor_run
+from floor import report as report_floor
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
@@ -329,9 +331,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         runs = [await hades_run(args, mode, loop, Path(tmp) / f"{mode}-{loop}") for mode, loop in variants]
         per_job = runs[0]["events_per_job"]
         raw = await raw_run(args.jobs, per_job, args.raw_chains, Path(tmp))
+        floors = [await floor_run(args.jobs, Path(tmp) / f"floor-{step}", step) for step in (False, True)]
     for result in runs:
         result["ratio"] = round(result["events_per_s"] / raw["events_per_s"], 4)
-    return {"bench": "control_plane", "runs": runs, "raw": raw, "clients": args.clients}
+    for floor in floors:
+        floor["ratio"] = round(floor["jobs_per_s"] * per_job / raw["events_per_s"], 4)
+    return {"bench": "control_plane", "runs": runs, "raw": raw, "floor": floors, "clients": args.clients}
 
 
 def report(result: dict[str, Any]) -> None:
@@ -349,6 +354,9 @@ def report(result: dict[str, Any]) -> None:
         + f"  → {sum(raw['cpu_ms_per_event'].values()) * first['events_per_job']:.2f} CPU-ms per "
         f"{first['events_per_job']}-event job"
     )
+    for floor in result["floor"]:
+        report_floor(floor, first["events_per_job"])
+        print(f"   {floor['ratio'] * 100:5.1f}% of raw")
     for run_ in result["runs"]:
         print(
             f"hades [{run_['mode']}, {run_['loop']}: {', '.join(run_['processes'])}]\n"
@@ -363,6 +371,7 @@ def report(result: dict[str, Any]) -> None:
             f"{run_['succeeded']}/{run_['jobs']} succeeded;  load average {run_['load_avg']:.1f}"
         )
         print_cpu(run_["cpu"], run_["jobs"])
+        print(_against_floor(run_, result["floor"][-1]))
         if run_["traffic_per_job"]:
             total = sum(run_["traffic_per_job"].values())
             print(f"   requests to the server per job: {total:.1f}")
@@ -370,6 +379,17 @@ def report(result: dict[str, Any]) -> None:
                 print(f"     {per_job:6.2f}  {kind}")
         if run_["profiles"]:
             print_profile(run_["profiles"])
+
+
+def _against_floor(run_: dict[str, Any], floor: dict[str, Any]) -> str:
+    """Hades's CPU per job (roles and server, not the bench's clients) against the floor with a step process."""
+    spent = run_["cpu"]["processes"]
+    hades = sum(p["cpu_s"] + p["children_cpu_s"] for name, p in spent.items() if not name.startswith("bench"))
+    hades_ms, floor_ms = hades * 1000 / run_["jobs"], floor["cpu_ms_per_job_total"]
+    return (
+        f"   against the floor with a step process: {hades_ms:.2f} / {floor_ms:.2f} CPU-ms per job "
+        f"= {hades_ms / floor_ms:.2f}x;  jobs/s {run_['jobs_per_s'] / floor['jobs_per_s']:.2f}x"
+    )
 
 
 def _solo_line(run_: dict[str, Any]) -> str:

@@ -125,6 +125,18 @@ def rows_control_plane(out: Outcome, all_: dict[str, Outcome]) -> list[Row]:
             _yes(first["ratio"] >= 0.5),
         )
     ]
+    for floor in out.data.get("floor", []):
+        what = "bare nats-py roles, the same messages per job" + (", and `sh -c true`" if floor["step"] else "")
+        rows.append(
+            Row(
+                f"floor ({what})",
+                f"{floor['jobs_per_s']:.1f} jobs/s, {floor['cpu_ms_per_job_total']:.2f} CPU-ms/job",
+                f"raw: {raw['events_per_s']:.0f} events/s",
+                f"{floor['ratio'] * 100:.1f}%",
+                "(what any implementation could reach)",
+                "",
+            )
+        )
     celery = all_.get("celery_baseline")
     if celery is not None and celery.data:
         for item in celery.data["runs"]:
