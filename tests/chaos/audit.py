@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -110,12 +111,23 @@ class Fault:
     accepted_after: list[str]
 
     def recovery(self, outcome: Outcome) -> dict[str, float]:
-        """Seconds from the fault to the first end of a job accepted after it, and to the phase's last end."""
+        """Seconds from the fault to the first end of a job accepted after it, and to the phase's last end; and the
+        longest stretch from the fault to that last end in which no job at all ended (the outage as the jobs saw it:
+        a job accepted just after the fault may still end before the fault took effect, as through a SIGTERM)."""
         firsts = [outcome.end_time(j) for j in self.accepted_after if j in outcome.ends]
+        drained = max(outcome.end_time(j) for j in self.jobs)
         return {
             "first_end_after_fault_s": round(min(firsts) - self.injected, 2) if firsts else -1.0,
-            "backlog_drained_s": round(max(outcome.end_time(j) for j in self.jobs) - self.injected, 2),
+            "longest_pause_in_ends_s": round(longest_pause(outcome, self.injected, drained), 2),
+            "backlog_drained_s": round(drained - self.injected, 2),
         }
+
+
+def longest_pause(outcome: Outcome, start: float, end: float) -> float:
+    """The longest time between ``start``, the ends of any jobs in between, and ``end`` with no job ending."""
+    ends = sorted(at for job_ends in outcome.ends.values() for _, at in job_ends if start < at < end)
+    marks = [start, *ends, end]
+    return max(later - earlier for earlier, later in itertools.pairwise(marks))
 
 
 def write_recovery(test: str, figures: dict[str, Any]) -> None:

@@ -119,7 +119,8 @@ class Campaign:
 
         figures = {
             "jobs_submitted": len(accepted),
-            "submission_retries": self.submitter.retries,
+            "submission_retries": self.submitter.retries,  # connection errors (a role or node down) and 5xx
+            "submission_5xx": dict(self.submitter.server_errors),
             "outcomes": {kind: sum(outcome.kind(j) == kind for j in accepted) for kind in ("succeeded", "failed")},
             "failure_reasons": dict(outcome.reasons),
             "jobs_lost": len(lost),

@@ -8,6 +8,7 @@ so the submitting clients keep one list of URLs, as behind a load balancer.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import os
@@ -23,7 +24,6 @@ import httpx
 
 from tests.conftest import free_port
 
-#: ``hades <role>``, except that a role that dies leaves its traceback in its log (the CLI prints only the message).
 #: ``hades <role>``, except that a role that dies leaves its traceback in its log (the CLI prints only the message).
 LAUNCH = """
 import sys, traceback
@@ -127,6 +127,7 @@ class Submitter:
     accepted: dict[str, float] = field(default_factory=dict)  # job id -> wall time its accepted POST was sent
     refused: int = 0  # 4xx: a bug in the test or in Hades, asserted to be 0
     retries: int = 0
+    server_errors: collections.Counter[int] = field(default_factory=collections.Counter)  # retried 5xx by status
     latencies: list[float] = field(default_factory=list)
     _counter: Iterator[int] = field(default_factory=itertools.count)
     _turn: Iterator[int] = field(default_factory=itertools.count)
@@ -145,6 +146,7 @@ class Submitter:
                 continue
             if response.status_code >= 500:
                 self.retries += 1
+                self.server_errors[response.status_code] += 1
                 await asyncio.sleep(0.05)
                 continue
             if response.status_code != 200:

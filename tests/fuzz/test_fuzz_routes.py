@@ -141,8 +141,12 @@ async def test_job_routes_with_junk_ids_and_query_values(http: httpx.AsyncClient
         ("GET", f"/jobs/{segment}/logs"),
         ("GET", f"/jobs/{segment}/logs?follow={query}"),
         ("GET", f"/jobs/{segment}/deliveries"),
+        ("GET", f"/jobs/{segment}/artifacts"),
+        ("GET", f"/jobs/{segment}/artifacts/{query}"),
+        ("GET", f"/jobs/{segment}/artifacts/dir/{query}"),
         ("POST", f"/jobs/{segment}/cancel"),
         ("POST", f"/jobs/{segment}/deliveries/redeliver"),
+        ("POST", f"/jobs/{segment}/stages"),
     ]:
         response = await http.request(method, path, content=value.encode())
         assert_names_the_problem(response)
@@ -163,6 +167,7 @@ async def test_dashboard_routes_with_junk_ids_and_query_values(
         ("GET", f"/api/jobs/{segment}/events"),
         ("GET", f"/api/jobs/{segment}/deliveries"),
         ("GET", f"/api/jobs/{segment}/logs"),
+        ("GET", f"/api/jobs/{segment}/logs/stream"),  # no such job: answered at once, not a stream
         ("POST", f"/api/jobs/{segment}/cancel"),
         ("POST", "/api/login"),
     ]:
