@@ -107,12 +107,7 @@ async def run_operator_role(
     settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
 ) -> None:
     """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder."""
-    operator = OperatorSettings(
-        namespace=settings.k8s_namespace,
-        watch_namespace=settings.watch_namespace or None,
-        delete_on_complete=settings.delete_on_complete,
-        max_parallelism=settings.max_parallelism,
-    )
+    operator = operator_settings(settings)
     pods = pod_settings(settings)
     process = OperatorProcess(
         identity=settings.pod_name or settings.executor_id,
@@ -152,6 +147,17 @@ async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack, depl
         raise RuntimeError(f"cannot use the Kubernetes API for namespace {settings.k8s_namespace}: {error}") from error
     stack.push_async_callback(engine.close)
     return engine
+
+
+def operator_settings(settings: Settings) -> OperatorSettings:
+    """How ``hades operator`` reconciles, from the settings."""
+    return OperatorSettings(
+        namespace=settings.k8s_namespace,
+        watch_namespace=settings.watch_namespace or None,
+        delete_on_complete=settings.delete_on_complete,
+        max_parallelism=settings.max_parallelism,
+        pull_grace=settings.k8s_pull_grace_seconds,
+    )
 
 
 def pod_settings(settings: Settings) -> PodSettings:

@@ -99,6 +99,11 @@ class K8sExecutor:
         self.stats = WatchStats()
 
     @property
+    def pull_grace(self) -> float:
+        """How long ``ErrImagePull`` may last before a step counts as stuck (K8S_PULL_GRACE_SECONDS)."""
+        return self._pull_grace
+
+    @property
     def core(self) -> CoreV1Api:
         """The core API (created by :meth:`start`)."""
         if self._api is None:

@@ -117,7 +117,7 @@ class Operator:
                         await stop(beating)
 
     async def _lead(self, buildjobs: BuildJobs) -> None:
-        pods = OperatorPods(self._pod_settings, self._configuration)
+        pods = OperatorPods(self._pod_settings, self._configuration, self._settings.pull_grace)
         await pods.start()
         try:
             self.controller = self._make_controller(buildjobs, pods, self._make_runner(pods))
