@@ -163,7 +163,15 @@ async def test_a_tolerated_step_without_a_script_that_fails_says_why_the_next_di
 
 
 @pytest.mark.parametrize(
-    "reason", ["ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError"]
+    "reason",
+    [
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "CrashLoopBackOff",
+    ],
 )
 async def test_a_stuck_container_fails_the_step_with_the_operators_wording(
     kubelet: Kubelet, executor: K8sExecutor, reason: str
@@ -290,6 +298,24 @@ async def test_create_is_idempotent_for_the_same_attempt_only(kube: KubeApi, exe
     kube.put(NAMESPACE, "pods", stranger)
     with pytest.raises(ExecutionError, match="exists and is not this attempt's"):
         await executor.prepare(_same_job(state, attempt=2))
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message"),
+    [
+        (403, "Forbidden", 'pods is forbidden: User "system:serviceaccount:hades:hades" cannot create resource "pods"'),
+        (422, "Invalid", 'Pod "x" is invalid: spec.containers[0].image: Required value'),
+    ],
+)
+async def test_a_refused_pod_is_an_execution_error_with_the_api_servers_message(
+    kube: KubeApi, executor: K8sExecutor, code: int, reason: str, message: str
+) -> None:
+    """The job then fails (the attempt runner's FailJob) instead of waiting for a Pod that will never exist."""
+    kube.refuse("pods", code, reason, message)
+    with pytest.raises(ExecutionError) as refused:
+        await executor.prepare(job(step(1)))
+    assert refused.value.reason == f"Kubernetes refused the Pod: {code} {message}"
+    assert kube.items(NAMESPACE, "pods") == []
 
 
 async def test_sweep_deletes_pods_of_attempts_that_no_longer_run(kube: KubeApi, executor: K8sExecutor) -> None:
