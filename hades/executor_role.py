@@ -115,7 +115,8 @@ async def run_operator_role(
         health_address=settings.health_probe_bind_address,
     )
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    await run_operator(nc, store, clock, operator, pods, process, settings.k8s_kubeconfig, limits, tracing.tracer)
+    kubeconfig, attempts = settings.k8s_kubeconfig, settings.max_attempts
+    await run_operator(nc, store, clock, operator, pods, process, kubeconfig, limits, tracing.tracer, attempts)
 
 
 async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> DockerExecutor:

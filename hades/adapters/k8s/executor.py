@@ -5,6 +5,11 @@
 run), follows the container's log into the step's writer, and reports the exit code once the container
 terminated. Cancelling a step, and the attempt's cleanup, delete the Pod; the sweep deletes Pods of attempts that
 no longer run.
+
+A step whose Pod the cluster ended (deleted from outside, evicted, its node lost, preempted) raises
+``PodDisrupted``, an ``AttemptLost``: the attempt is handed back, as on Docker for a container removed from outside,
+where a step that ran and exited non-zero fails the job. So does an API server lost for longer than the watch's
+patience (``hades.adapters.k8s.watch``).
 """
 
 from __future__ import annotations
@@ -37,12 +42,12 @@ from hades.adapters.k8s.pods import (
     pod_manifest,
     pod_name,
 )
-from hades.adapters.k8s.status import STUCK_IF_LASTING, StepView, stuck_reason, view_step
-from hades.adapters.k8s.watch import ObjectWatch, read_json
+from hades.adapters.k8s.status import STUCK_IF_LASTING, StepView, disrupted, disruption, stuck_reason, view_step
+from hades.adapters.k8s.watch import API_PATIENCE, ObjectWatch, read_json
 from hades.core.lifecycle import JobState
 from hades.core.logs import parse_line
 from hades.core.memory import MemoryFormatError
-from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.ports import AttemptLost, ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
 NOT_FOUND = 404
@@ -51,6 +56,14 @@ CONFLICT = 409
 LOG_DRAIN_SECONDS = 10.0
 #: What an API call raises when the API refuses, or cannot be reached at all.
 _API_TROUBLE = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
+
+
+class PodDisrupted(AttemptLost):
+    """The step's Pod was ended by the cluster, not by its steps; ``result`` is what the step's container showed."""
+
+    def __init__(self, reason: str, result: StepResult) -> None:
+        super().__init__(reason)
+        self.result = result
 
 
 @dataclass
@@ -90,11 +103,13 @@ class K8sExecutor:
         configuration: Configuration | None = None,
         kubeconfig: str | None = None,
         pull_grace: float = 60.0,
+        api_patience: float = API_PATIENCE,
     ) -> None:
         self._settings = settings
         self._configuration = configuration
         self._kubeconfig = kubeconfig
         self._pull_grace = pull_grace
+        self._api_patience = api_patience
         self._api: ApiClient | None = None
         self.stats = WatchStats()
 
@@ -165,11 +180,13 @@ class K8sExecutor:
                 with lap(phases, "start"):
                     started = await self._until_started(watch, view, index + 1, step.image)
                 if not started.started:
-                    return StepResult(exit_code=None, error=started.reason, phases=phases)
+                    result = StepResult(exit_code=None, error=started.reason, phases=phases)
+                    return _unless_disrupted(result, watch.latest, index)
                 with lap(phases, "run"):
                     pump = asyncio.create_task(self._follow_log(job, name, logs))
                     try:
                         ended = await watch.until(lambda pod: _if(view(pod), "terminated", "ended", "stuck"))
+                        last = watch.latest
                         with lap(phases, "logs"):
                             await _drain(pump, logs)
                     finally:
@@ -179,8 +196,9 @@ class K8sExecutor:
             raise
         assert ended is not None
         if ended.phase != "terminated":
-            return StepResult(exit_code=None, error=ended.reason, phases=phases)
-        return StepResult(exit_code=ended.exit_code, error=ended.reason, phases=phases)
+            return _unless_disrupted(StepResult(exit_code=None, error=ended.reason, phases=phases), last, index)
+        result = StepResult(exit_code=ended.exit_code, error=ended.reason, phases=phases)
+        return _unless_disrupted(result, last, index)
 
     async def cleanup(self, job: JobState) -> None:
         """Delete the attempt's Pod (its emptyDir goes with it); a Pod already gone is fine."""
@@ -215,7 +233,7 @@ class K8sExecutor:
             self._settings.namespace,
             field_selector=f"metadata.name={pod_name(job.job_id, job.attempt)}",
         )
-        return _CountedWatch(lister, self.stats)
+        return _CountedWatch(lister, self.stats, self._api_patience)
 
     async def _until_started(
         self, watch: ObjectWatch, view: Callable[[dict[str, Any] | None], StepView], position: int, image: str
@@ -288,8 +306,8 @@ class K8sExecutor:
 class _CountedWatch(ObjectWatch):
     """A Pod watch that adds its reconnects and re-lists to the executor's counters when it ends."""
 
-    def __init__(self, lister: Any, stats: WatchStats) -> None:
-        super().__init__(lister)
+    def __init__(self, lister: Any, stats: WatchStats, patience: float) -> None:
+        super().__init__(lister, patience=patience)
         self._stats = stats
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -303,6 +321,16 @@ async def _raw(call: Awaitable[object]) -> aiohttp.ClientResponse:
     response = await call
     assert isinstance(response, aiohttp.ClientResponse)
     return response
+
+
+def _unless_disrupted(result: StepResult, pod: dict[str, Any] | None, index: int) -> StepResult:
+    """The step's result, unless it failed because the cluster ended its Pod: then PodDisrupted."""
+    if (result.error is None and result.exit_code == 0) or not disrupted(pod):
+        return result
+    reason = f"step {index + 1}: {disruption(pod)}"
+    if pod is not None:  # what the container showed as the cluster ended it (e.g. killed: status 137)
+        reason += f"; {result.error or f'container exited with status {result.exit_code}'}"
+    raise PodDisrupted(reason, result)
 
 
 def _if(view: StepView, *phases: str) -> StepView | None:

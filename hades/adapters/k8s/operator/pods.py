@@ -17,10 +17,11 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from hades.adapters.docker.executor import lap
-from hades.adapters.k8s.executor import CONFLICT, K8sExecutor
-from hades.adapters.k8s.operator.status import disrupted, owned_pod
+from hades.adapters.k8s.executor import CONFLICT, K8sExecutor, PodDisrupted
+from hades.adapters.k8s.operator.status import owned_pod
 from hades.adapters.k8s.placement import PlacementError
 from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
+from hades.adapters.k8s.status import disrupted
 from hades.adapters.k8s.watch import read_json
 from hades.core.lifecycle import JobState
 from hades.core.memory import MemoryFormatError
@@ -69,7 +70,10 @@ class OperatorPods(K8sExecutor):
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """The executor's step; a failure of a Pod the cluster ended goes to ``retry`` first."""
-        result = await super().run_step(job, index, logs)
+        try:
+            result = await super().run_step(job, index, logs)
+        except PodDisrupted as lost:  # the executor hands such an attempt back; here maxRetries decides
+            result = lost.result
         failed = result.error is not None or result.exit_code != 0
         tolerated = job.spec.steps[index].continue_on_error
         if failed and not tolerated and self.retry is not None and disrupted(await self._pod(job)):
