@@ -144,29 +144,25 @@ class K8sExecutor:
 
     async def prepare(self, job: JobState) -> dict[str, float]:
         """Create the attempt's Pod (the kubelet pulls the images as it goes); an existing Pod of the same attempt
-        counts as created. A job that declares artifacts or inputs is refused before anything is created."""
+        counts as created. A job that declares artifacts or inputs is refused before anything is created; a Pod
+        the API refuses fails the job with the API server's words; an API that cannot be reached, or answers 5xx,
+        is tried again for the patience, and then the attempt is lost (handed back)."""
         if job.spec.artifacts or job.spec.inputs:
             raise ExecutionError("artifacts are not supported on the Kubernetes executor yet")
         try:
-            manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
+            manifest = self.manifest(job)
         except MemoryFormatError as error:
             raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
         except PlacementError as error:
             raise ExecutionError(str(error)) from error
         phases: dict[str, float] = {}
-        try:
-            with lap(phases, "pod"):
-                create = self.core.create_namespaced_pod(
-                    self._settings.namespace, cast(Any, manifest), _preload_content=False
-                )
-                await read_json(await _raw(create))
-        except ApiException as error:
-            if error.status != CONFLICT:
-                raise ExecutionError(f"Kubernetes refused the Pod: {_describe(error)}") from error
-            await self._adopt(job)
-        except _API_TROUBLE as error:
-            raise ExecutionError(f"cannot reach the Kubernetes API: {_describe(error)}") from error
+        with lap(phases, "pod"):
+            await self._create(job, manifest)
         return phases
+
+    def manifest(self, job: JobState) -> dict[str, Any]:
+        """The attempt's Pod (the operator's adds its BuildJob as the owner)."""
+        return pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """Follow one step's container from start to exit; cancelling deletes the Pod."""
@@ -272,6 +268,32 @@ class K8sExecutor:
                     await logs.write("stdout", entry.timestamp, entry.message)
         finally:
             response.close()
+
+    async def _create(self, job: JobState, manifest: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        began, tries = loop.time(), 0
+        while True:
+            tries += 1
+            try:
+                create = self.core.create_namespaced_pod(
+                    self._settings.namespace, cast(Any, manifest), _preload_content=False
+                )
+                await read_json(await _raw(create))
+                return
+            except ApiException as error:
+                if error.status == CONFLICT:
+                    await self._adopt(job)
+                    return
+                if error.status is not None and 400 <= error.status < 500:
+                    raise ExecutionError(f"Kubernetes refused the Pod: {_describe(error)}") from error
+                trouble: BaseException = error
+            except _API_TROUBLE as error:
+                trouble = error
+            waited = loop.time() - began
+            if waited >= self._api_patience:
+                reason = f"cannot reach the Kubernetes API: {_describe(trouble)} (for {waited:.0f} s, {tries} tries)"
+                raise AttemptLost(reason) from trouble
+            await asyncio.sleep(min(0.05 * 2**tries, 2.0))  # backoff between tries, not a wait on state
 
     async def _adopt(self, job: JobState) -> None:
         """After 409 AlreadyExists: fine if the Pod is this attempt's (a retried create), else a refusal."""

@@ -387,6 +387,28 @@ async def test_a_pod_that_failed_by_its_own_steps_is_no_disruption(kubelet: Kube
     assert after.exit_code is None and (after.error or "").startswith("step 2 did not run")
 
 
+async def test_an_api_server_down_at_prepare_is_waited_out_then_the_attempt_is_lost(kube: KubeApi) -> None:
+    """The Pod's create is tried again through an outage; past the patience the attempt is handed back, where it
+    failed the job at once ('cannot reach the Kubernetes API') while a create answered 5xx failed it as refused."""
+    engine = K8sExecutor(SETTINGS, Configuration(host=kube.url), api_patience=1.0)
+    await engine.start()
+    try:
+        state = job(step(1))
+        kube.outage("503")
+        creating = asyncio.create_task(engine.prepare(state))
+        await asyncio.sleep(0.3)
+        kube.outage(None)
+        await creating
+        assert kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1)) is not None
+
+        kube.outage("disconnect")
+        with pytest.raises(AttemptLost, match=r"^cannot reach the Kubernetes API: .* tries\)$"):
+            await engine.prepare(job(step(1)))
+    finally:
+        kube.outage(None)
+        await engine.close()
+
+
 async def test_create_is_idempotent_for_the_same_attempt_only(kube: KubeApi, executor: K8sExecutor) -> None:
     state = job(step(1))
     await executor.prepare(state)
