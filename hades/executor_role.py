@@ -107,12 +107,7 @@ async def run_operator_role(
     settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
 ) -> None:
     """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder."""
-    operator = OperatorSettings(
-        namespace=settings.k8s_namespace,
-        watch_namespace=settings.watch_namespace or None,
-        delete_on_complete=settings.delete_on_complete,
-        max_parallelism=settings.max_parallelism,
-    )
+    operator = operator_settings(settings)
     pods = pod_settings(settings)
     process = OperatorProcess(
         identity=settings.pod_name or settings.executor_id,
@@ -120,7 +115,8 @@ async def run_operator_role(
         health_address=settings.health_probe_bind_address,
     )
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    await run_operator(nc, store, clock, operator, pods, process, settings.k8s_kubeconfig, limits, tracing.tracer)
+    kubeconfig, attempts = settings.k8s_kubeconfig, settings.max_attempts
+    await run_operator(nc, store, clock, operator, pods, process, kubeconfig, limits, tracing.tracer, attempts)
 
 
 async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> DockerExecutor:
@@ -152,6 +148,17 @@ async def _kubernetes(settings: Settings, stack: contextlib.AsyncExitStack, depl
         raise RuntimeError(f"cannot use the Kubernetes API for namespace {settings.k8s_namespace}: {error}") from error
     stack.push_async_callback(engine.close)
     return engine
+
+
+def operator_settings(settings: Settings) -> OperatorSettings:
+    """How ``hades operator`` reconciles, from the settings."""
+    return OperatorSettings(
+        namespace=settings.k8s_namespace,
+        watch_namespace=settings.watch_namespace or None,
+        delete_on_complete=settings.delete_on_complete,
+        max_parallelism=settings.max_parallelism,
+        pull_grace=settings.k8s_pull_grace_seconds,
+    )
 
 
 def pod_settings(settings: Settings) -> PodSettings:

@@ -346,6 +346,22 @@ def test_dashboard_reads_its_credentials_from_an_existing_secret() -> None:
     assert settings["DASHBOARD_COOKIE_INSECURE"] == "false"
 
 
+def test_naming_an_existing_secret_alone_turns_the_dashboard_on() -> None:
+    """The product description's one step: "set hadesApi.dashboard.secretName ... the chart then wires the env"."""
+    values = {"hadesApi": {"dashboard": {"secretName": "hades-dashboard"}}}
+    manifests = render(values)
+    for manifest in manifests:
+        validate(manifest, KUBE_VERSIONS[-1])
+    assert "Secret" not in {m["kind"] for m in manifests}
+    (api,) = pod_specs(manifests)[f"Deployment/{FULLNAME}-api"]["containers"]
+    for key in ("DASHBOARD_USERNAME", "DASHBOARD_PASSWORD_HASH", "DASHBOARD_SESSION_SECRET"):
+        assert env(api)[key] == {"secretKeyRef": {"name": "hades-dashboard", "key": key}}
+    assert "The dashboard is on, with its credentials from Secret hades-dashboard" in notes(values)
+    (off,) = pod_specs(render({}))[f"Deployment/{FULLNAME}-api"]["containers"]
+    assert not {key for key in env(off) if key.startswith("DASHBOARD_")}
+    assert "dashboard" not in notes({})
+
+
 def test_dashboard_secret_made_by_the_chart_rolls_the_api_when_it_changes() -> None:
     manifests = render(VALUE_SETS["dashboard-chart-secret"])
     secret = find(manifests, "Secret", f"{FULLNAME}-dashboard")

@@ -21,7 +21,8 @@ Test hooks: :meth:`KubeApi.drop_watches` ends every open watch (the client must 
 expires old resourceVersions (the client must re-list), :meth:`KubeApi.set_status` / :meth:`KubeApi.put` change
 objects as a controller would, :meth:`KubeApi.refuse` makes creates of a resource fail as admission or RBAC
 would (422, 403), :meth:`KubeApi.conflict` answers the next writes of a resource with 409 ``Conflict`` (a write
-that lost a race), ``requests`` records every call. Every resourceVersion is one global counter, as in etcd.
+that lost a race), :meth:`KubeApi.outage` plays a server that is down (503s, or connections closed unanswered),
+``requests`` records every call. Every resourceVersion is one global counter, as in etcd.
 ``tests.support.kubelet`` plays a Pod's containers on it like a node would; ``tests.support.k8s_objects`` holds
 the Kubernetes JSON helpers it answers with.
 """
@@ -100,6 +101,7 @@ class KubeApi:
         self._logs: dict[tuple[str, str, str], _LogFeed] = {}
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        self._outage: str | None = None
         self.url = ""
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
@@ -180,6 +182,14 @@ class KubeApi:
         resourceVersion), so a writer that re-reads gets a fresh version."""
         self._conflicts[resource] = self._conflicts.get(resource, 0) + times
 
+    def outage(self, kind: str | None) -> None:
+        """Until called again with None, answer every request as an API server that is down would: ``"503"`` with
+        a ``ServiceUnavailable`` Status (a restarting server behind a load balancer), ``"disconnect"`` by closing
+        the connection unanswered (the client sees a transport error). Open watches are ended first."""
+        self._outage = kind
+        if kind is not None:
+            self.drop_watches()
+
     @property
     def open_watches(self) -> int:
         """Watch streams being served now."""
@@ -247,6 +257,12 @@ class KubeApi:
     @web.middleware
     async def _record(self, request: web.Request, handler: Any) -> web.StreamResponse:
         self.requests.append((request.method, request.path, dict(request.query)))
+        if self._outage == "503":
+            body = status_body(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+            return web.json_response(body, status=503)
+        if self._outage == "disconnect" and request.transport is not None:
+            request.transport.abort()
+            return web.Response(status=503)  # never sent: the connection is gone
         return await handler(request)
 
     @staticmethod
@@ -323,6 +339,11 @@ class KubeApi:
         obj = self.objects.get(key)
         if obj is None:
             return self._missing(key)
+        if key[2] == "pods":  # its containers are killed: their log streams end, as a real server's do
+            for (namespace, pod, _), feed in self._logs.items():
+                if (namespace, pod) == (key[1], key[3]):
+                    feed.ended = True
+                    feed.touch()
         return web.json_response(self._store(key, copy.deepcopy(obj), "DELETED"))
 
     async def _list_all(self, request: web.Request) -> web.StreamResponse:

@@ -5,6 +5,11 @@
 run), follows the container's log into the step's writer, and reports the exit code once the container
 terminated. Cancelling a step, and the attempt's cleanup, delete the Pod; the sweep deletes Pods of attempts that
 no longer run.
+
+A step whose Pod the cluster ended (deleted from outside, evicted, its node lost, preempted) raises
+``PodDisrupted``, an ``AttemptLost``: the attempt is handed back, as on Docker for a container removed from outside,
+where a step that ran and exited non-zero fails the job. So does an API server lost for longer than the watch's
+patience (``hades.adapters.k8s.watch``).
 """
 
 from __future__ import annotations
@@ -37,12 +42,12 @@ from hades.adapters.k8s.pods import (
     pod_manifest,
     pod_name,
 )
-from hades.adapters.k8s.status import STUCK_IF_LASTING, StepView, stuck_reason, view_step
-from hades.adapters.k8s.watch import ObjectWatch, read_json
+from hades.adapters.k8s.status import STUCK_IF_LASTING, StepView, disrupted, disruption, stuck_reason, view_step
+from hades.adapters.k8s.watch import API_PATIENCE, ObjectWatch, read_json
 from hades.core.lifecycle import JobState
 from hades.core.logs import parse_line
 from hades.core.memory import MemoryFormatError
-from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.ports import AttemptLost, ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
 NOT_FOUND = 404
@@ -51,6 +56,14 @@ CONFLICT = 409
 LOG_DRAIN_SECONDS = 10.0
 #: What an API call raises when the API refuses, or cannot be reached at all.
 _API_TROUBLE = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
+
+
+class PodDisrupted(AttemptLost):
+    """The step's Pod was ended by the cluster, not by its steps; ``result`` is what the step's container showed."""
+
+    def __init__(self, reason: str, result: StepResult) -> None:
+        super().__init__(reason)
+        self.result = result
 
 
 @dataclass
@@ -90,13 +103,20 @@ class K8sExecutor:
         configuration: Configuration | None = None,
         kubeconfig: str | None = None,
         pull_grace: float = 60.0,
+        api_patience: float = API_PATIENCE,
     ) -> None:
         self._settings = settings
         self._configuration = configuration
         self._kubeconfig = kubeconfig
         self._pull_grace = pull_grace
+        self._api_patience = api_patience
         self._api: ApiClient | None = None
         self.stats = WatchStats()
+
+    @property
+    def pull_grace(self) -> float:
+        """How long ``ErrImagePull`` may last before a step counts as stuck (K8S_PULL_GRACE_SECONDS)."""
+        return self._pull_grace
 
     @property
     def core(self) -> CoreV1Api:
@@ -124,29 +144,25 @@ class K8sExecutor:
 
     async def prepare(self, job: JobState) -> dict[str, float]:
         """Create the attempt's Pod (the kubelet pulls the images as it goes); an existing Pod of the same attempt
-        counts as created. A job that declares artifacts or inputs is refused before anything is created."""
+        counts as created. A job that declares artifacts or inputs is refused before anything is created; a Pod
+        the API refuses fails the job with the API server's words; an API that cannot be reached, or answers 5xx,
+        is tried again for the patience, and then the attempt is lost (handed back)."""
         if job.spec.artifacts or job.spec.inputs:
             raise ExecutionError("artifacts are not supported on the Kubernetes executor yet")
         try:
-            manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
+            manifest = self.manifest(job)
         except MemoryFormatError as error:
             raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
         except PlacementError as error:
             raise ExecutionError(str(error)) from error
         phases: dict[str, float] = {}
-        try:
-            with lap(phases, "pod"):
-                create = self.core.create_namespaced_pod(
-                    self._settings.namespace, cast(Any, manifest), _preload_content=False
-                )
-                await read_json(await _raw(create))
-        except ApiException as error:
-            if error.status != CONFLICT:
-                raise ExecutionError(f"Kubernetes refused the Pod: {_describe(error)}") from error
-            await self._adopt(job)
-        except _API_TROUBLE as error:
-            raise ExecutionError(f"cannot reach the Kubernetes API: {_describe(error)}") from error
+        with lap(phases, "pod"):
+            await self._create(job, manifest)
         return phases
+
+    def manifest(self, job: JobState) -> dict[str, Any]:
+        """The attempt's Pod (the operator's adds its BuildJob as the owner)."""
+        return pod_manifest(job.job_id, job.attempt, job.spec, self._settings, job.priority)
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """Follow one step's container from start to exit; cancelling deletes the Pod."""
@@ -160,11 +176,13 @@ class K8sExecutor:
                 with lap(phases, "start"):
                     started = await self._until_started(watch, view, index + 1, step.image)
                 if not started.started:
-                    return StepResult(exit_code=None, error=started.reason, phases=phases)
+                    result = StepResult(exit_code=None, error=started.reason, phases=phases)
+                    return _unless_disrupted(result, watch.latest, index)
                 with lap(phases, "run"):
                     pump = asyncio.create_task(self._follow_log(job, name, logs))
                     try:
                         ended = await watch.until(lambda pod: _if(view(pod), "terminated", "ended", "stuck"))
+                        last = watch.latest
                         with lap(phases, "logs"):
                             await _drain(pump, logs)
                     finally:
@@ -174,8 +192,9 @@ class K8sExecutor:
             raise
         assert ended is not None
         if ended.phase != "terminated":
-            return StepResult(exit_code=None, error=ended.reason, phases=phases)
-        return StepResult(exit_code=ended.exit_code, error=ended.reason, phases=phases)
+            return _unless_disrupted(StepResult(exit_code=None, error=ended.reason, phases=phases), last, index)
+        result = StepResult(exit_code=ended.exit_code, error=ended.reason, phases=phases)
+        return _unless_disrupted(result, last, index)
 
     async def cleanup(self, job: JobState) -> None:
         """Delete the attempt's Pod (its emptyDir goes with it); a Pod already gone is fine."""
@@ -210,7 +229,7 @@ class K8sExecutor:
             self._settings.namespace,
             field_selector=f"metadata.name={pod_name(job.job_id, job.attempt)}",
         )
-        return _CountedWatch(lister, self.stats)
+        return _CountedWatch(lister, self.stats, self._api_patience)
 
     async def _until_started(
         self, watch: ObjectWatch, view: Callable[[dict[str, Any] | None], StepView], position: int, image: str
@@ -250,6 +269,32 @@ class K8sExecutor:
         finally:
             response.close()
 
+    async def _create(self, job: JobState, manifest: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        began, tries = loop.time(), 0
+        while True:
+            tries += 1
+            try:
+                create = self.core.create_namespaced_pod(
+                    self._settings.namespace, cast(Any, manifest), _preload_content=False
+                )
+                await read_json(await _raw(create))
+                return
+            except ApiException as error:
+                if error.status == CONFLICT:
+                    await self._adopt(job)
+                    return
+                if error.status is not None and 400 <= error.status < 500:
+                    raise ExecutionError(f"Kubernetes refused the Pod: {_describe(error)}") from error
+                trouble: BaseException = error
+            except _API_TROUBLE as error:
+                trouble = error
+            waited = loop.time() - began
+            if waited >= self._api_patience:
+                reason = f"cannot reach the Kubernetes API: {_describe(trouble)} (for {waited:.0f} s, {tries} tries)"
+                raise AttemptLost(reason) from trouble
+            await asyncio.sleep(min(0.05 * 2**tries, 2.0))  # backoff between tries, not a wait on state
+
     async def _adopt(self, job: JobState) -> None:
         """After 409 AlreadyExists: fine if the Pod is this attempt's (a retried create), else a refusal."""
         name = pod_name(job.job_id, job.attempt)
@@ -283,8 +328,8 @@ class K8sExecutor:
 class _CountedWatch(ObjectWatch):
     """A Pod watch that adds its reconnects and re-lists to the executor's counters when it ends."""
 
-    def __init__(self, lister: Any, stats: WatchStats) -> None:
-        super().__init__(lister)
+    def __init__(self, lister: Any, stats: WatchStats, patience: float) -> None:
+        super().__init__(lister, patience=patience)
         self._stats = stats
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -298,6 +343,16 @@ async def _raw(call: Awaitable[object]) -> aiohttp.ClientResponse:
     response = await call
     assert isinstance(response, aiohttp.ClientResponse)
     return response
+
+
+def _unless_disrupted(result: StepResult, pod: dict[str, Any] | None, index: int) -> StepResult:
+    """The step's result, unless it failed because the cluster ended its Pod: then PodDisrupted."""
+    if (result.error is None and result.exit_code == 0) or not disrupted(pod):
+        return result
+    reason = f"step {index + 1}: {disruption(pod)}"
+    if pod is not None:  # what the container showed as the cluster ended it (e.g. killed: status 137)
+        reason += f"; {result.error or f'container exited with status {result.exit_code}'}"
+    raise PodDisrupted(reason, result)
 
 
 def _if(view: StepView, *phases: str) -> StepView | None:

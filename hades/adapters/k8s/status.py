@@ -26,6 +26,10 @@ STUCK_REASONS = frozenset(
 #: Waiting reasons that are stuck only once they last (a pull that failed once is retried by the kubelet).
 STUCK_IF_LASTING = frozenset({"ErrImagePull"})
 DEADLINE_EXCEEDED = "DeadlineExceeded"
+#: Pod-level reasons of a Pod that the cluster, not the job, ended.
+DISRUPTIONS = frozenset(
+    {"Evicted", "NodeLost", "NodeShutdown", "Shutdown", "Terminated", "Preempting", "UnexpectedAdmissionError"}
+)
 
 Phase = Literal["waiting", "running", "terminated", "stuck", "ended"]
 
@@ -123,3 +127,23 @@ def exit_code(terminated: dict[str, Any]) -> int:
     if message.startswith(EXIT_CODE_PREFIX) and message[len(EXIT_CODE_PREFIX) :].isdigit():
         return int(message[len(EXIT_CODE_PREFIX) :])
     return int(terminated.get("exitCode", -1))
+
+
+def disrupted(pod: dict[str, Any] | None) -> bool:
+    """Whether the Pod failed for a reason outside its steps: gone, evicted, its node lost, preempted."""
+    if pod is None:
+        return True
+    status = pod.get("status") or {}
+    if status.get("reason") in DISRUPTIONS:
+        return True
+    conditions = status.get("conditions") or []
+    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions)
+
+
+def disruption(pod: dict[str, Any] | None) -> str:
+    """What ended a disrupted Pod, in words: ``deleted from outside``, or its reason and message."""
+    if pod is None:
+        return "the Pod was deleted from outside"
+    status = pod.get("status") or {}
+    detail = ": ".join(part for part in (status.get("reason"), status.get("message")) if part)
+    return f"the Pod was ended by the cluster ({detail or 'DisruptionTarget'})"

@@ -4,6 +4,10 @@ The list gives the object and a resourceVersion; the watch streams every change 
 (its timeout, a restart, a load balancer) is resumed from the last version seen; a version the server no longer
 has (410 Gone, as an HTTP status or as an ERROR event) means changes were missed, so the object is listed again.
 Waiters are woken on every change and re-check their condition against the latest state: nothing polls.
+
+An API server that cannot be reached or answers 5xx (restarting, a load balancer failing over) is tried again,
+with a backoff growing to 2 s, for ``patience`` seconds; only then is it lost (``AttemptLost``: the engine's fault,
+not the job's). A 4xx other than 410 is a refusal (``ExecutionError``) at once.
 """
 
 from __future__ import annotations
@@ -18,15 +22,16 @@ from typing import Any, TypeVar
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from hades.core.ports import ExecutionError
+from hades.core.ports import AttemptLost, ExecutionError
 
 T = TypeVar("T")
 #: ``lister(**query)`` calls a list route (e.g. ``CoreV1Api.list_namespaced_pod`` with its namespace and a field
 #: selector bound) with ``_preload_content=False`` and returns the raw aiohttp response.
 Lister = Callable[..., Awaitable[aiohttp.ClientResponse]]
 GONE = 410
-#: Transport failures in a row before the API counts as lost (the backoff between them grows to 2 s).
-MAX_FAILURES = 6
+#: How long the API may stay unreachable, or answer 5xx, before it counts as lost (an API server's restart takes
+#: tens of seconds; the Docker executor gives its engine 60 s too).
+API_PATIENCE = 60.0
 
 
 async def read_json(response: aiohttp.ClientResponse) -> dict[str, Any]:
@@ -51,9 +56,10 @@ def _message(body: bytes) -> str | None:
 class ObjectWatch:
     """The latest version of the one object a lister selects (None while it does not exist)."""
 
-    def __init__(self, lister: Lister, watch_seconds: int = 300) -> None:
+    def __init__(self, lister: Lister, watch_seconds: int = 300, patience: float = API_PATIENCE) -> None:
         self._lister = lister
         self._watch_seconds = watch_seconds
+        self._patience = patience
         self.latest: dict[str, Any] | None = None
         self.relists = 0  # lists after the first: each one followed a 410 Gone
         self.reconnects = 0  # watches resumed after the server ended one
@@ -79,7 +85,8 @@ class ObjectWatch:
     ) -> T | None:
         """The first non-None ``verdict`` of the object's latest state; None if ``timeout`` passes first.
 
-        Raises ExecutionError once the API is lost (refuses the list, or stays unreachable).
+        Raises ExecutionError once the API refuses the list or the watch, AttemptLost once it stayed unreachable
+        (or answering 5xx) for the patience.
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -106,31 +113,37 @@ class ObjectWatch:
         changed.set()
 
     async def _follow(self) -> None:
+        loop = asyncio.get_running_loop()
         version: str | None = None
-        failures = 0
+        failures, since = 0, 0.0
         while True:
             try:
                 if version is None:
                     version = await self._list()
                 version = await self._watch(version)
-                failures = 0
             except ApiException as error:
                 if error.status == GONE:
                     version = None
                     self.relists += 1
                     continue
                 if error.status is not None and 400 <= error.status < 500:
-                    return self._fail(f"the Kubernetes API refused to watch: {error.status} {error.reason}")
-                failures += 1
+                    refused = f"the Kubernetes API refused to watch: {error.status} {error.reason}"
+                    return self._fail(ExecutionError(refused))
+                trouble = f"{error.status} {error.reason}"
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as error:
-                failures += 1
-                if failures >= MAX_FAILURES:
-                    return self._fail(f"lost the Kubernetes API: {type(error).__name__}: {error}")
-            if failures:
-                await asyncio.sleep(min(0.05 * 2**failures, 2.0))  # backoff between reconnects, not a wait on state
+                trouble = f"{type(error).__name__}: {error}"
+            else:
+                failures = 0
+                continue
+            failures += 1
+            since = loop.time() if failures == 1 else since
+            if loop.time() - since >= self._patience:
+                lost = f"lost the Kubernetes API: {trouble} (for {loop.time() - since:.0f} s, {failures} tries)"
+                return self._fail(AttemptLost(lost))
+            await asyncio.sleep(min(0.05 * 2**failures, 2.0))  # backoff between reconnects, not a wait on state
 
-    def _fail(self, reason: str) -> None:
-        self._error = ExecutionError(reason)
+    def _fail(self, error: ExecutionError) -> None:
+        self._error = error
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 

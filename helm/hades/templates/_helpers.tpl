@@ -52,6 +52,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- default (printf "%s-job" (include "hades.fullname" .)) .Values.jobPods.serviceAccount.name }}
 {{- end }}
 
+{{/* Whether the API serves the dashboard: hadesApi.dashboard.enabled, or an existing Secret named (as the product
+description has it: "set hadesApi.dashboard.secretName ... the chart then wires the env"). "true" or "". */}}
+{{- define "hades.dashboardOn" -}}
+{{- if or .Values.hadesApi.dashboard.enabled .Values.hadesApi.dashboard.secretName }}true{{ end }}
+{{- end }}
+
 {{/* The Secret holding the dashboard's credentials: an existing one, or the chart's. */}}
 {{- define "hades.dashboardSecret" -}}
 {{- default (printf "%s-dashboard" (include "hades.fullname" .)) .Values.hadesApi.dashboard.secretName }}

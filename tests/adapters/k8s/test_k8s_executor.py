@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from hades.adapters.k8s.executor import K8sExecutor
+from hades.adapters.k8s.executor import K8sExecutor, PodDisrupted
 from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
-from hades.core.ports import ExecutionError
+from hades.core.ports import AttemptLost, ExecutionError
 from hades.core.spec import JobSpec, Priority, Step
 from hades.core.state import JobState, Status
 from tests.conftest import eventually
@@ -163,7 +163,15 @@ async def test_a_tolerated_step_without_a_script_that_fails_says_why_the_next_di
 
 
 @pytest.mark.parametrize(
-    "reason", ["ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError"]
+    "reason",
+    [
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "CrashLoopBackOff",
+    ],
 )
 async def test_a_stuck_container_fails_the_step_with_the_operators_wording(
     kubelet: Kubelet, executor: K8sExecutor, reason: str
@@ -279,6 +287,128 @@ async def test_an_expired_resource_version_is_listed_again(
     assert len(lists) == 2  # the first list, and the one after 410 Gone
 
 
+@pytest.mark.parametrize(("kind", "seconds"), [("503", 1.0), ("disconnect", 3.5)])
+async def test_an_api_server_down_for_a_few_seconds_mid_step_is_waited_out(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor, kind: str, seconds: float
+) -> None:
+    """An API server restarting (or a load balancer failing over) takes seconds; the step's watch retries through
+    it. It gave up after six transport errors in a row (about 3 s of backoff) and failed the job."""
+    hold = asyncio.Event()
+    state = job(step(1))
+    await executor.prepare(state)
+    node = play(kubelet, state, step_1=Outcome(("x",), hold=hold))
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(_running(kubelet, state) and kube.open_watches))
+
+    kube.outage(kind)
+    await asyncio.sleep(seconds)
+    kube.outage(None)
+    hold.set()
+
+    assert (await running).exit_code == 0
+    assert await node == "Succeeded"
+
+
+async def test_an_api_server_that_stays_down_loses_the_attempt(kube: KubeApi, kubelet: Kubelet) -> None:
+    """Past the patience, the step ends with AttemptLost (the attempt is handed back, as for a lost Docker engine),
+    and a server that only ever answers 503 is given up on as well (it was retried forever)."""
+    engine = K8sExecutor(SETTINGS, Configuration(host=kube.url), pull_grace=0.3, api_patience=0.5)
+    await engine.start()
+    try:
+        for kind in ("503", "disconnect"):
+            hold = asyncio.Event()
+            state = job(step(1))
+            await engine.prepare(state)
+            play(kubelet, state, step_1=Outcome(("x",), hold=hold))
+            running = asyncio.create_task(engine.run_step(state, 0, Lines()))
+            await eventually(lambda: _true(_running(kubelet, state) and kube.open_watches))  # noqa: B023
+
+            kube.outage(kind)
+            with pytest.raises(AttemptLost, match="lost the Kubernetes API"):
+                async with asyncio.timeout(10):
+                    await running
+            kube.outage(None)
+            hold.set()
+    finally:
+        await engine.close()
+
+
+async def test_a_pod_deleted_from_outside_mid_step_loses_the_attempt(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    """As on Docker for a container removed from outside: the attempt is handed back, not the job failed."""
+    hold = asyncio.Event()
+    state = job(step(1, "sleep 600"), step(2))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(("started",), hold=hold))
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    await eventually(lambda: _true(_running(kubelet, state)))
+
+    await executor.cleanup(state)  # someone else's `kubectl delete pod`, as the API sees it
+    with pytest.raises(PodDisrupted) as lost:
+        await running
+    hold.set()
+
+    assert isinstance(lost.value, AttemptLost)
+    assert lost.value.reason == "step 1: the Pod was deleted from outside"
+
+
+async def test_an_evicted_pod_loses_the_attempt_and_says_why(
+    kube: KubeApi, kubelet: Kubelet, executor: K8sExecutor
+) -> None:
+    state = job(step(1, "sleep 600", continue_on_error=True), step(2))
+    await executor.prepare(state)
+    name = pod_name(state.job_id, 1)
+    killed = {"name": "step-1", "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}
+    running = asyncio.create_task(executor.run_step(state, 0, Lines()))
+    kube.set_status(NAMESPACE, "pods", name, {"initContainerStatuses": [{**killed, "state": {"running": {}}}]})
+    await eventually(lambda: _true(kube.open_watches))
+
+    evicted = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
+    kube.set_status(NAMESPACE, "pods", name, {**evicted, "initContainerStatuses": [killed]})
+    kube.end_log(NAMESPACE, name, "step-1")
+
+    with pytest.raises(PodDisrupted) as lost:  # even for a tolerated step: the Pod, and so every later step, is gone
+        await running
+    assert lost.value.reason == (
+        "step 1: the Pod was ended by the cluster (Evicted: The node was low on resource: memory.); "
+        "container exited with status 137"
+    )
+    assert lost.value.result.exit_code == 137
+
+
+async def test_a_pod_that_failed_by_its_own_steps_is_no_disruption(kubelet: Kubelet, executor: K8sExecutor) -> None:
+    state = job(step(1, "exit 3"), step(2))
+    await executor.prepare(state)
+    play(kubelet, state, step_1=Outcome(exit_code=3))
+
+    assert (await executor.run_step(state, 0, Lines())).exit_code == 3
+    after = await executor.run_step(state, 1, Lines())  # the Pod ended Failed, and no one else ended it
+    assert after.exit_code is None and (after.error or "").startswith("step 2 did not run")
+
+
+async def test_an_api_server_down_at_prepare_is_waited_out_then_the_attempt_is_lost(kube: KubeApi) -> None:
+    """The Pod's create is tried again through an outage; past the patience the attempt is handed back, where it
+    failed the job at once ('cannot reach the Kubernetes API') while a create answered 5xx failed it as refused."""
+    engine = K8sExecutor(SETTINGS, Configuration(host=kube.url), api_patience=1.0)
+    await engine.start()
+    try:
+        state = job(step(1))
+        kube.outage("503")
+        creating = asyncio.create_task(engine.prepare(state))
+        await asyncio.sleep(0.3)
+        kube.outage(None)
+        await creating
+        assert kube.get(NAMESPACE, "pods", pod_name(state.job_id, 1)) is not None
+
+        kube.outage("disconnect")
+        with pytest.raises(AttemptLost, match=r"^cannot reach the Kubernetes API: .* tries\)$"):
+            await engine.prepare(job(step(1)))
+    finally:
+        kube.outage(None)
+        await engine.close()
+
+
 async def test_create_is_idempotent_for_the_same_attempt_only(kube: KubeApi, executor: K8sExecutor) -> None:
     state = job(step(1))
     await executor.prepare(state)
@@ -290,6 +420,24 @@ async def test_create_is_idempotent_for_the_same_attempt_only(kube: KubeApi, exe
     kube.put(NAMESPACE, "pods", stranger)
     with pytest.raises(ExecutionError, match="exists and is not this attempt's"):
         await executor.prepare(_same_job(state, attempt=2))
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message"),
+    [
+        (403, "Forbidden", 'pods is forbidden: User "system:serviceaccount:hades:hades" cannot create resource "pods"'),
+        (422, "Invalid", 'Pod "x" is invalid: spec.containers[0].image: Required value'),
+    ],
+)
+async def test_a_refused_pod_is_an_execution_error_with_the_api_servers_message(
+    kube: KubeApi, executor: K8sExecutor, code: int, reason: str, message: str
+) -> None:
+    """The job then fails (the attempt runner's FailJob) instead of waiting for a Pod that will never exist."""
+    kube.refuse("pods", code, reason, message)
+    with pytest.raises(ExecutionError) as refused:
+        await executor.prepare(job(step(1)))
+    assert refused.value.reason == f"Kubernetes refused the Pod: {code} {message}"
+    assert kube.items(NAMESPACE, "pods") == []
 
 
 async def test_sweep_deletes_pods_of_attempts_that_no_longer_run(kube: KubeApi, executor: K8sExecutor) -> None:

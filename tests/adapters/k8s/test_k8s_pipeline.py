@@ -16,7 +16,7 @@ from hades.adapters.k8s.pods import pod_name
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.server import EmbeddedNats
-from hades.core.events import StepFinished
+from hades.core.events import JobQueued, StepFinished
 from hades.core.logs import coalesce
 from tests.conftest import RunningHades, StartHades, eventually
 from tests.support.k8s_api import KubeApi
@@ -145,3 +145,39 @@ async def test_a_constraint_kubernetes_cannot_express_is_not_taken(
         assert detail["status"] == "Queued"
         assert detail["reason"] == f"no executor with {zone} matching ^eu- is alive", detail
         assert kube.get("unplaced", "pods", pod_name(job_id, 1)) is None
+
+
+async def test_an_evicted_pod_hands_the_attempt_back_and_the_next_attempt_runs(
+    start_hades: StartHades, nc: Client, tmp_path: Path
+) -> None:
+    """The cluster ending a Pod (here an eviction) is no verdict on the job: as on Docker for a container removed
+    from outside, the attempt is handed back (counted against MAX_ATTEMPTS) and the next one gets a new Pod."""
+    async with KubeApi() as kube:
+        hades = await on_kube(start_hades, kube, "evicting", tmp_path)
+        job_id = await hades.submit(
+            {"name": "evicted", "steps": [{"id": 1, "image": "alpine:3.22", "script": "echo hi"}]}
+        )
+
+        async def created() -> dict[str, Any] | None:
+            return kube.get("evicting", "pods", pod_name(job_id, 1))
+
+        await eventually(created, timeout=20)
+        killed = {"name": "step-1", "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}
+        evicted = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
+        kube.set_status("evicting", "pods", pod_name(job_id, 1), {**evicted, "containerStatuses": [killed]})
+        kube.end_log("evicting", pod_name(job_id, 1), "step-1")
+
+        assert await Kubelet(kube, "evicting").run(pod_name(job_id, 2), {"step-1": Outcome(("hi",))}) == "Succeeded"
+        detail = await hades.wait_terminal(job_id, timeout=20)
+
+        assert detail["status"] == "Succeeded", detail
+        requeued = [
+            r.event.reason
+            for r in await NatsEventStore(nc).history(job_id)
+            if isinstance(r.event, JobQueued) and r.event.attempt == 2
+        ]
+        assert requeued == [
+            "step 1: the Pod was ended by the cluster (Evicted: The node was low on resource: memory.); "
+            "container exited with status 137; attempt 1 handed back"
+        ]
+        await kube.wait_for(lambda: not kube.items("evicting", "pods"))  # both attempts' Pods cleaned up

@@ -50,6 +50,7 @@ class OperatorSettings:
     delete_on_complete: bool = True
     max_parallelism: int = 0  # 0: 100, as in Go
     resync_seconds: float = 10.0
+    pull_grace: float = 60.0  # K8S_PULL_GRACE_SECONDS: how long ErrImagePull may last before a step is stuck
 
 
 @dataclass

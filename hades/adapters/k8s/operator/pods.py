@@ -16,20 +16,17 @@ import aiohttp
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from hades.adapters.docker.executor import lap
-from hades.adapters.k8s.executor import CONFLICT, K8sExecutor
-from hades.adapters.k8s.operator.status import disrupted, owned_pod
-from hades.adapters.k8s.placement import PlacementError
-from hades.adapters.k8s.pods import PodSettings, pod_manifest, pod_name
+from hades.adapters.k8s.executor import K8sExecutor, PodDisrupted
+from hades.adapters.k8s.operator.status import owned_pod
+from hades.adapters.k8s.pods import PodSettings, pod_name
+from hades.adapters.k8s.status import disrupted
 from hades.adapters.k8s.watch import read_json
 from hades.core.lifecycle import JobState
-from hades.core.memory import MemoryFormatError
-from hades.core.ports import ExecutionError, StepLogs, StepResult
+from hades.core.ports import StepLogs, StepResult
 
 NOT_FOUND = 404
 #: ``retry(job, reason)``: hand the attempt back for another Pod; False when the BuildJob has no retry left.
 Retry = Callable[[JobState, str], Awaitable[bool]]
-_TROUBLE = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
 
 
 class OperatorPods(K8sExecutor):
@@ -41,35 +38,19 @@ class OperatorPods(K8sExecutor):
         self.retry: Retry | None = None  # the controller's
         self._pod_settings = settings
 
-    async def prepare(self, job: JobState) -> dict[str, float]:
-        """Create the attempt's Pod, owned by the job's BuildJob; a refusal fails the job with the API's words."""
-        try:
-            manifest = pod_manifest(job.job_id, job.attempt, job.spec, self._pod_settings, job.priority)
-        except MemoryFormatError as error:
-            raise ExecutionError(f"Failed to parse RAM limit: {error}") from error
-        except PlacementError as error:
-            raise ExecutionError(str(error)) from error
+    def manifest(self, job: JobState) -> dict[str, Any]:
+        """The executor's Pod, owned by the job's BuildJob (``prepare`` creates it as the executor does: a refusal
+        fails the job with the API server's words)."""
+        manifest = super().manifest(job)
         owner = self.owners.get(job.job_id)
-        if owner is not None:
-            manifest = owned_pod(manifest, owner)
-        create = self.core.create_namespaced_pod(
-            self._pod_settings.namespace, cast(Any, manifest), _preload_content=False
-        )
-        phases: dict[str, float] = {}
-        try:
-            with lap(phases, "pod"):
-                await read_json(cast(aiohttp.ClientResponse, await create))
-        except ApiException as error:
-            if error.status != CONFLICT:
-                raise ExecutionError(f"Kubernetes refused the Pod: {error.status} {error.reason}") from error
-            await self._adopt(job)
-        except _TROUBLE as error:
-            raise ExecutionError(f"cannot reach the Kubernetes API: {error}") from error
-        return phases
+        return owned_pod(manifest, owner) if owner is not None else manifest
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """The executor's step; a failure of a Pod the cluster ended goes to ``retry`` first."""
-        result = await super().run_step(job, index, logs)
+        try:
+            result = await super().run_step(job, index, logs)
+        except PodDisrupted as lost:  # the executor hands such an attempt back; here maxRetries decides
+            result = lost.result
         failed = result.error is not None or result.exit_code != 0
         tolerated = job.spec.steps[index].continue_on_error
         if failed and not tolerated and self.retry is not None and disrupted(await self._pod(job)):

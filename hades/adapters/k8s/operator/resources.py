@@ -18,6 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from hades.adapters.k8s.buildjob import GROUP, PLURAL, VERSION
 from hades.adapters.k8s.pods import LABEL_JOB
 from hades.adapters.k8s.watch import ObjectWatch, read_json
+from hades.core.ports import ExecutionError
 
 log = logging.getLogger(__name__)
 NOT_FOUND = 404
@@ -177,6 +178,6 @@ class BuildJobWatch(ObjectWatch):
             self._on_change(key)
         return version
 
-    def _fail(self, reason: str) -> None:
-        self.failure = reason
+    def _fail(self, error: ExecutionError) -> None:
+        self.failure = error.reason
         self._on_change(None)

@@ -117,7 +117,7 @@ class Operator:
                         await stop(beating)
 
     async def _lead(self, buildjobs: BuildJobs) -> None:
-        pods = OperatorPods(self._pod_settings, self._configuration)
+        pods = OperatorPods(self._pod_settings, self._configuration, self._settings.pull_grace)
         await pods.start()
         try:
             self.controller = self._make_controller(buildjobs, pods, self._make_runner(pods))
@@ -150,13 +150,17 @@ async def run_operator(
     kubeconfig: str | None = None,
     log_limits: LogBudget | None = None,
     tracer: trace.Tracer | None = None,
+    max_attempts: int = 3,
 ) -> None:
-    """The operator role until cancelled: its attempts run as ``pods.executor_id``, their logs into HADES_LOGS."""
+    """The operator role until cancelled: its attempts run as ``pods.executor_id``, their logs into HADES_LOGS; an
+    attempt lost to the engine (the API gone past its patience) is handed back up to ``max_attempts``."""
     configuration = await load_configuration(kubeconfig)
     logs = NatsLogStore(nc)
 
     def runner(engine: OperatorPods) -> AttemptRunner:
-        return AttemptRunner(engine, logs.writer, pods.executor_id, store.watch, log_limits, tracer)
+        return AttemptRunner(
+            engine, logs.writer, pods.executor_id, store.watch, log_limits, tracer, max_attempts=max_attempts
+        )
 
     def controller(buildjobs: BuildJobs, engine: OperatorPods, attempts: AttemptRunner) -> Controller:
         return Controller(nc, store, clock, buildjobs, engine, attempts, settings)

@@ -6,8 +6,9 @@ events cannot know yet: whether a step's container is still waiting for its imag
 ``logsPublished`` is true once its ``step_finished`` landed, which records the last log sequence it wrote.
 
 A Pod that failed for a reason outside its steps (evicted, its node lost or shut down, deleted by someone else)
-is what ``maxRetries`` retries (:func:`disrupted`); a step that exits non-zero, a stuck image and the deadline are
-the job's own outcome and are never retried: a grading job that fails its tests must not run three times.
+is what ``maxRetries`` retries (``hades.adapters.k8s.status.disrupted``); a step that exits non-zero, a stuck
+image and the deadline are the job's own outcome and are never retried: a grading job that fails its tests must
+not run three times.
 """
 
 from __future__ import annotations
@@ -37,10 +38,6 @@ _STEP_STATES = {
     StepStatus.FAILED: "Failed",
 }
 _VIEW_STATES = {"waiting": "Pending", "running": "Running", "stuck": "Failed", "ended": "Unknown"}
-#: Pod-level reasons of a Pod that the cluster, not the job, ended.
-DISRUPTIONS = frozenset(
-    {"Evicted", "NodeLost", "NodeShutdown", "Shutdown", "Terminated", "Preempting", "UnexpectedAdmissionError"}
-)
 
 
 def timestamp(moment: datetime) -> str:
@@ -110,17 +107,6 @@ def _message(state: JobState, waiting: str | None) -> str:
 def status_differs(current: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
     """Whether writing ``wanted`` would change anything (the operator writes only changes: no write loops)."""
     return (current or {}) != wanted
-
-
-def disrupted(pod: dict[str, Any] | None) -> bool:
-    """Whether the Pod failed for a reason outside its steps: gone, evicted, its node lost, preempted."""
-    if pod is None:
-        return True
-    status = pod.get("status") or {}
-    if status.get("reason") in DISRUPTIONS:
-        return True
-    conditions = status.get("conditions") or []
-    return any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions)
 
 
 def owned_pod(pod: dict[str, Any], buildjob: dict[str, Any]) -> dict[str, Any]:

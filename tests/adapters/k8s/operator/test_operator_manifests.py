@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
 from hades.adapters.k8s.operator.admission import Candidate, admission_order, admit, effective_limit, priority_of
-from hades.adapters.k8s.operator.status import buildjob_status, current_step, disrupted, owned_pod
+from hades.adapters.k8s.operator.status import buildjob_status, current_step, owned_pod
 from hades.adapters.k8s.pods import PodSettings, pod_manifest
+from hades.adapters.k8s.status import disrupted
 from hades.core.spec import JobSpec, Priority, Step
 from hades.core.state import JobState, Status, StepState, StepStatus
 from tests.deploy.manifests import buildjob_validator

@@ -1,0 +1,60 @@
+"""``hades operator`` put together: the settings reach the Pods the leader runs (against the in-test API server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from hades.adapters.k8s.operator.controller import OperatorSettings
+from hades.adapters.k8s.operator.pods import OperatorPods
+from hades.adapters.k8s.operator.service import Operator, OperatorProcess
+from hades.adapters.k8s.pods import PodSettings
+from hades.config import Settings
+from hades.executor_role import operator_settings
+from tests.support.k8s_api import KubeApi
+
+NAMESPACE = "ops"
+
+
+def test_the_operators_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {
+        "K8S_NAMESPACE": "builds",
+        "WATCH_NAMESPACE": "builds",
+        "DELETE_ON_COMPLETE": "false",
+        "MAX_PARALLELISM": "4",
+        "K8S_PULL_GRACE_SECONDS": "7.5",
+    }.items():
+        monkeypatch.setenv(key, value)
+    settings = Settings(_env_file=None)
+
+    assert operator_settings(settings) == OperatorSettings(
+        namespace="builds", watch_namespace="builds", delete_on_complete=False, max_parallelism=4, pull_grace=7.5
+    )
+
+
+async def test_the_leaders_pods_wait_out_the_pull_grace_it_is_configured_with() -> None:
+    """K8S_PULL_GRACE_SECONDS was read by the executor but not by the operator, whose Pods kept the 60 s default."""
+    made: list[OperatorPods] = []
+
+    class Finished:
+        async def run(self) -> None:
+            return None
+
+    def controller(_buildjobs: Any, pods: OperatorPods, _runner: Any) -> Any:
+        made.append(pods)
+        return Finished()
+
+    async with KubeApi() as kube:
+        operator = Operator(
+            Configuration(host=kube.url),
+            OperatorSettings(namespace=NAMESPACE, pull_grace=7.5),
+            PodSettings(namespace=NAMESPACE),
+            OperatorProcess(identity="op-0", leader_elect=False, health_address="127.0.0.1:0"),
+            lambda _pods: None,  # type: ignore[arg-type,return-value]
+            controller,
+        )
+        await operator.run()
+
+    assert [pods.pull_grace for pods in made] == [7.5]
