@@ -12,6 +12,9 @@ producer in the celery venv sends N ``noop.delay()`` one after another and then 
 (``.get()``), as the stack-notes measurement did (~660 tasks/s here). Figure: tasks/s = N / (first send → last
 result).
 
+A third run (durable) has each task run ``sh -c true`` in a subprocess: the work a Hades no-op job's step does
+(a shell running ``true``). It is context for the comparison; the issue's target is the no-op task.
+
 Beside it, unless ``--no-hades``: Hades's control-plane figure for the same N (bench/control_plane.py's Hades
 part: no-op jobs on the process executor over HTTP, submit → terminal event), and the ratio Hades ÷ Celery.
 
@@ -40,6 +43,7 @@ CELERY_SPEC = "celery[redis]==5.*"
 
 TASKS = """
 import os
+import subprocess
 from celery import Celery
 
 app = Celery("benchtasks", broker=os.environ["BENCH_REDIS"], backend=os.environ["BENCH_REDIS"])
@@ -49,13 +53,19 @@ app.conf.update(broker_connection_retry_on_startup=True, worker_hijack_root_logg
 @app.task
 def noop():
     return None
+
+
+@app.task
+def shell():
+    subprocess.run(["/bin/sh", "-c", "true"], check=True)
 """
 
 PRODUCER = """
 import json, sys, time
-from benchtasks import noop
+import benchtasks
 
 count = int(sys.argv[1])
+noop = getattr(benchtasks, sys.argv[2])
 for result in [noop.delay() for _ in range(20)]:  # warm-up: the worker is up and its pool is warm
     result.get(timeout=120)
 began = time.perf_counter()
@@ -117,7 +127,9 @@ def stop(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
             process.wait()
 
 
-def celery_run(python: Path, redis: str, tasks: int, concurrency: int, durable: bool) -> dict[str, Any]:
+def celery_run(
+    python: Path, redis: str, tasks: int, concurrency: int, durable: bool, task: str = "noop"
+) -> dict[str, Any]:
     """One Redis, one worker, one producer; the producer's timings."""
     with tempfile.TemporaryDirectory(prefix="hades-bench-celery-") as tmp:
         work = Path(tmp)
@@ -139,7 +151,7 @@ def celery_run(python: Path, redis: str, tasks: int, concurrency: int, durable: 
             with (work / "worker.log").open("wb") as log:
                 worker = subprocess.Popen([*celery, *flags], cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
             produced = subprocess.run(
-                [str(python), "producer.py", str(tasks)], cwd=tmp, env=env, capture_output=True, check=False
+                [str(python), "producer.py", str(tasks), task], cwd=tmp, env=env, capture_output=True, check=False
             )
             if produced.returncode != 0:
                 raise SystemExit(f"celery producer failed: {produced.stderr.decode()[-2000:]}")
@@ -151,6 +163,7 @@ def celery_run(python: Path, redis: str, tasks: int, concurrency: int, durable: 
     seconds = timings["seconds"]
     return {
         "redis": "appendonly everysec" if durable else "no persistence",
+        "task": "no-op" if task == "noop" else "sh -c true",
         "tasks": tasks,
         "concurrency": concurrency,
         "seconds": round(seconds, 3),
@@ -181,6 +194,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     python = ensure_venv()
     redis = ensure_redis()
     runs = [celery_run(python, redis, args.tasks, args.concurrency, durable) for durable in (True, False)]
+    # The same work as a Hades no-op job, whose step is a shell running `true`: context, not the issue's target.
+    runs.append(celery_run(python, redis, args.tasks, args.concurrency, True, task="shell"))
     result: dict[str, Any] = {
         "bench": "celery_baseline",
         "celery": celery_version(python),
@@ -198,7 +213,7 @@ def report(result: dict[str, Any]) -> None:
     print(f"celery {result['celery']} on redis-server {result['redis_server']}")
     for item in result["runs"]:
         print(
-            f"  redis {item['redis']:<20} prefork c={item['concurrency']}: {item['tasks']} no-op tasks, "
+            f"  redis {item['redis']:<20} prefork c={item['concurrency']}: {item['tasks']} {item['task']} tasks, "
             f"send all + wait every result {item['seconds']:.2f} s (sending {item['submit_seconds']:.2f} s)  "
             f"{item['tasks_per_s']:7.1f} tasks/s"
         )
