@@ -291,7 +291,7 @@ def _watchdog(
         interval=settings.watchdog_seconds,
         unschedulable_timeout=settings.unschedulable_timeout,
     )
-    return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines)
+    return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines, Pools(nc))
 
 
 def _dashboard(

@@ -7,6 +7,10 @@
   ``MAX_ATTEMPTS``, then failed with a reason that says so. So is one whose executor lives on but, in a heartbeat
   ``orphan_after`` seconds or more after the attempt started, no longer lists it among the jobs it runs (the
   attempt's runner died: the event log was away while it recorded the step's or the job's end).
+- A job submitted ``queue_after`` seconds ago and still not queued is queued (at most ``queue_per_round`` a round):
+  the scheduler that fetched its ``submitted`` died before queueing it (its message comes back only after the
+  consumer's 30 s ack wait), or the message ran out of deliveries while the log was away, which left the job
+  waiting forever before this.
 - With ``PRIORITY_AGING_SECONDS`` set, a job that waited that long in its queue moves up one priority, so a
   low job cannot starve behind a steady stream of high ones.
 - An unfinished pipeline is reconciled (``hades.workers.pipelines``): what a scheduler stopped between two appends
@@ -31,6 +35,7 @@ from typing import Any
 
 from hades.adapters.k8s.placement import accepts as k8s_places
 from hades.adapters.nats.heartbeats import Heartbeats
+from hades.adapters.nats.pools import Pools
 from hades.core.constraints import Placement, satisfies
 from hades.core.errors import ConcurrencyConflict, InvalidTransition
 from hades.core.lifecycle import (
@@ -51,6 +56,7 @@ from hades.projections.jobs import JobsView
 from hades.tracing import continuing
 from hades.workers.jobs import JobHandle
 from hades.workers.pipelines import PipelineCoordinator
+from hades.workers.scheduler import queue_job
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,8 @@ class WatchdogPolicy:
     conclude_after: float = 30.0
     orphan_after: float = 30.0
     unschedulable_timeout: float | None = None
+    queue_after: float = 10.0
+    queue_per_round: int = 50
 
 
 class Watchdog:
@@ -80,8 +88,10 @@ class Watchdog:
         heartbeats: Heartbeats,
         policy: WatchdogPolicy,
         pipelines: PipelineCoordinator | None = None,
+        pools: Pools | None = None,
     ) -> None:
         self._pipelines = pipelines
+        self._pools = pools
         self._store = store
         self._clock = clock
         self._jobs = jobs
@@ -102,10 +112,15 @@ class Watchdog:
         executors = await self._heartbeats.alive()
         alive = set(executors)
         takers = [_taker(info) for info in executors.values() if not info.get("draining")]
-        acted = 0
+        acted, unqueued = 0, 0
         for job in self._jobs.unfinished():
             if job.progress is not None:  # a pipeline: never queued nor run; its coordinator moves it on
                 acted += await self._pipelines.reconcile(job.job_id) if self._pipelines is not None else 0
+                continue
+            if self._never_queued(job):
+                unqueued += 1
+                if unqueued <= self._policy.queue_per_round:
+                    acted += await self._queue(job.job_id)
                 continue
             command = (
                 self._command_for(job, alive) or self._orphaned(job, executors) or self._placement_command(job, takers)
@@ -129,6 +144,21 @@ class Watchdog:
                 up = _UP[job.priority]
                 return PromoteJob(job.attempt, up, f"waited {waited:.0f} s in the {job.priority} queue; now {up}")
         return None
+
+    def _never_queued(self, job: JobState) -> bool:
+        if job.status is not Status.QUEUED or job.queued_at is not None or job.submitted_at is None:
+            return False
+        return (self._clock.now() - job.submitted_at).total_seconds() >= self._policy.queue_after
+
+    async def _queue(self, job_id: str) -> int:
+        """Queue a job the scheduler's consumer has not (as it would: its pool registered first)."""
+        try:
+            queued = await queue_job(self._store, self._clock, job_id, pools=self._pools, pipelines=self._pipelines)
+        except ConcurrencyConflict:
+            return 0
+        if queued:
+            log.warning("job %s was submitted but not queued after %g s; queued it", job_id, self._policy.queue_after)
+        return int(queued)
 
     def _placement_command(self, job: JobState, takers: list[Callable[[Placement], bool]]) -> Command | None:
         """Mark a queued job that no live executor can take, clear the mark, or give up on it after the timeout."""
