@@ -333,6 +333,7 @@ def _api(
         registry=registry,
         pipeline_token_key=pipeline_key,
         max_pipeline_stages=settings.max_pipeline_stages,
+        max_attempts=settings.max_attempts,
     )
     app = create_app(
         services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug

@@ -15,6 +15,7 @@ class SubmitJob:
     job_id: str
     spec: JobSpec
     submitted_by: str | None = None
+    max_attempts: int | None = None  # the job's attempt budget (MAX_ATTEMPTS of the API that accepts it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +182,8 @@ Command = (
 
 def hand_back(attempt: int, max_attempts: int, lost: str) -> RequeueJob | FailJob:
     """An attempt lost to an infrastructure fault (its executor, its container or its engine went away, not its
-    steps' doing): handed back as a new attempt while the job has attempts left (``MAX_ATTEMPTS`` in all), else
-    failed with a reason that says so."""
+    steps' doing): handed back as a new attempt while the job has attempts left (``max_attempts`` in all: the
+    job's own, ``JobState.max_attempts``, where it has one), else failed with a reason that says so."""
     if attempt >= max_attempts:
         return FailJob(attempt, f"{lost}; gave up after {attempt} attempts")
     return RequeueJob(attempt, f"{lost}; attempt {attempt} handed back")

@@ -57,6 +57,12 @@ class JobSubmitted(_Event):
     priority: Priority
     submitted_by: str | None = None
     pipeline: PipelineRef | None = Field(default=None, description="the pipeline and stage this job runs, if any")
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        description="the attempts the job may use in all (MAX_ATTEMPTS where it was accepted): every role hands an "
+        "attempt lost to the infrastructure back, or gives up, by this number; absent on older events",
+    )
 
 
 class JobQueued(_Event):

@@ -133,6 +133,7 @@ def evolve(state: JobState | None, event: Event) -> JobState:
             events=1,
             pipeline=event.pipeline,
             progress=PipelineProgress() if event.spec.is_pipeline else None,
+            max_attempts=event.max_attempts,
         )
     raise InvalidTransition(f"job {event.job_id}: {event.type} before submitted")
 
@@ -278,6 +279,7 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
                 spec=spec,
                 priority=spec.priority_name,
                 submitted_by=command.submitted_by,
+                max_attempts=command.max_attempts,
             )
         ]
     if state is None:

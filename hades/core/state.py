@@ -99,6 +99,12 @@ class JobState:
     unschedulable_since: datetime | None = None  # while no live executor can take the queued attempt
     pipeline: PipelineRef | None = None  # the pipeline and stage a stage's job runs
     progress: PipelineProgress | None = None  # a pipeline's stages: added, launched, ended
+    max_attempts: int | None = None  # the job's attempt budget, as submitted (None: each role's MAX_ATTEMPTS)
+
+    def attempts_allowed(self, configured: int) -> int:
+        """The attempts the job may use in all: its own budget, else ``configured`` (a job from before jobs
+        carried one)."""
+        return self.max_attempts or configured
 
     @property
     def name(self) -> str:

@@ -34,6 +34,7 @@ class ApiServices:
     artifacts: ArtifactStore | None = None  # the jobs' kept files; None where the API serves none
     pipeline_token_key: bytes = b""  # signs pipelines' tokens; empty: POST /jobs/{id}/stages refuses every token
     max_pipeline_stages: int = DEFAULT_MAX_STAGES  # declared plus added stages of one pipeline
+    max_attempts: int | None = None  # MAX_ATTEMPTS: each accepted job carries it as its attempt budget
 
     @property
     def jobs(self) -> JobsView:

@@ -153,6 +153,7 @@ class PipelineCoordinator:
             spec=spec,
             priority=spec.priority_name,
             pipeline=PipelineRef(id=pipeline.job_id, stage=stage.name),
+            max_attempts=pipeline.max_attempts,  # a stage's job has its pipeline's attempt budget
         )
         try:
             await self._store.append(job_id, [submitted], 0)

@@ -136,7 +136,7 @@ class Watchdog:
             return ConcludeJob()
         if job.status is Status.RUNNING and job.executor_id not in alive:
             lost = f"executor {job.executor_id} was lost (its heartbeat expired)"
-            return hand_back(job.attempt, self._policy.max_attempts, lost)
+            return hand_back(job.attempt, job.attempts_allowed(self._policy.max_attempts), lost)
         aging = self._policy.aging_seconds
         if aging and job.status is Status.QUEUED and job.queued_at is not None and job.priority in _UP:
             waited = (now - job.queued_at).total_seconds()
@@ -188,7 +188,7 @@ class Watchdog:
         if (said_at - job.started_at).total_seconds() < self._policy.orphan_after:
             return None  # a heartbeat from before (or just after) the attempt started need not list it yet
         lost = f"executor {job.executor_id} no longer runs attempt {job.attempt} (it lost track of it)"
-        return hand_back(job.attempt, self._policy.max_attempts, lost)
+        return hand_back(job.attempt, job.attempts_allowed(self._policy.max_attempts), lost)
 
     async def _apply(self, job_id: str, command: Command) -> bool:
         job = await JobHandle.load(self._store, self._clock, job_id)

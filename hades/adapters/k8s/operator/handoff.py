@@ -85,7 +85,11 @@ class BuildJobHandoff(AttemptRunner):
             return False
         try:
             manifest = buildjob_manifest(
-                state.job_id, state.spec, self._buildjobs.namespace, state.priority, self._max_retries
+                state.job_id,
+                state.spec,
+                self._buildjobs.namespace,
+                state.priority,
+                state.attempts_allowed(self._max_retries + 1) - 1,  # the job's own budget where it carries one
             )
             await self._buildjobs.create(manifest)
         except BuildJobError as error:
