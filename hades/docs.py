@@ -33,7 +33,8 @@ REGENERATE = "python -m hades.docs"
 
 GENERATED = f"Generated from the code by `{REGENERATE}`: edit the code, not this file."
 
-# A section of Settings starts at a comment on a line of its own after a blank line; its fields follow.
+# A section of Settings starts at a comment on a line of its own after a blank line, in the source of the classes
+# Settings is composed of; its fields follow, into the next class until another section starts.
 _SECTION = re.compile(r"^    # (?P<title>.+)$")
 _FIELD = re.compile(r"^    (?P<attr>[a-z_][a-z0-9_]*): ")
 
@@ -86,7 +87,7 @@ def settings_by_section() -> dict[str, list[Setting]]:
     """Every setting, grouped under the comments that head the sections of :class:`Settings` (in its order)."""
     sections: dict[str, list[Setting]] = {}
     section = "general"
-    lines = inspect.getsource(Settings).splitlines()
+    lines = [line for part in _settings_parts() for line in inspect.getsource(part).splitlines()]
     for previous, line in zip(["", *lines], lines, strict=False):
         if (match := _SECTION.match(line)) and not previous.strip():
             section = match["title"]
@@ -96,8 +97,15 @@ def settings_by_section() -> dict[str, list[Setting]]:
     found = {setting.variable for group in sections.values() for setting in group}
     missing = {str(field.validation_alias) for field in Settings.model_fields.values()} - found
     if missing:  # a field declared in a way the scan above does not see must not vanish from the documents
-        raise RuntimeError(f"settings not found in the source of hades/config.py: {sorted(missing)}")
+        raise RuntimeError(f"settings not found in the source of hades/config/: {sorted(missing)}")
     return sections
+
+
+def _settings_parts() -> list[type]:
+    """The classes :class:`Settings` is composed of that declare its fields, in the order pydantic gives the fields
+    (its bases from the last to the first)."""
+    fields = Settings.model_fields.keys()
+    return [part for part in reversed(Settings.__mro__) if fields & inspect.get_annotations(part).keys()]
 
 
 def shown_settings(settings: Settings) -> dict[str, dict[str, Any]]:

@@ -45,14 +45,14 @@ def test_check_names_a_stale_file_and_the_command_and_writing_fixes_it(
 def test_every_setting_has_a_one_line_description() -> None:
     undescribed = [name for name, field in Settings.model_fields.items() if not (field.description or "").strip()]
     multiline = [name for name, field in Settings.model_fields.items() if "\n" in (field.description or "")]
-    assert not undescribed, f"settings without a description= in hades/config.py: {undescribed}"
+    assert not undescribed, f"settings without a description= in hades/config/: {undescribed}"
     assert not multiline, f"descriptions must be one line: {multiline}"
 
 
 def test_every_setting_is_in_a_section_of_the_documents() -> None:
     documented = [setting.variable for group in docs.settings_by_section().values() for setting in group]
     assert sorted(documented) == sorted(str(field.validation_alias) for field in Settings.model_fields.values())
-    assert len(docs.settings_by_section()) > 5  # the sections of config.py, not one heap
+    assert len(docs.settings_by_section()) > 5  # the sections of hades/config/, not one heap
 
 
 def test_secrets_are_marked_and_never_have_a_value_in_the_documents() -> None:
@@ -83,7 +83,7 @@ def test_every_variable_the_readme_names_exists() -> None:
     names = _readme_configuration_variables()
     known = {str(field.validation_alias) for field in Settings.model_fields.values()}
     assert names, "README.md's Configuration section names no variable in a table"
-    assert not set(names) - known, f"README.md names variables hades/config.py does not read: {set(names) - known}"
+    assert not set(names) - known, f"README.md names variables hades/config/ does not read: {set(names) - known}"
 
 
 def test_each_event_kind_has_its_own_docstring_and_a_subject_its_events_match() -> None:

@@ -1,8 +1,10 @@
 """``Executor`` on a Docker engine through aiodocker.
 
-Per job: a labelled volume mounted at ``/shared``; the images made available by the pull policy; per step one
-labelled container whose stdout and stderr are followed into the step's log writer (``logs.py``); containers and
-the volume are always removed, also when the step is cancelled (timeout, cancel, shutdown).
+Per job: a labelled volume mounted at ``/shared``, its inputs and outputs moved through the engine's archive API
+(``files.py``); the images made available by the pull policy (``images.py``); per step one labelled container
+(``containers.py``) whose stdout and stderr are followed into the step's log writer (``logs.py``); containers and
+the volume are always removed, also when the step is cancelled (timeout, cancel, shutdown). What an engine error
+means, and the calls a cancellation must not cut short, are in ``engine.py``.
 
 A step whose container ran and exited non-zero fails; a step whose container was removed from outside while it ran
 (``docker rm -f``), or whose engine dropped the connection (dockerd killed or crashed), raises ``AttemptLost``: the
@@ -18,39 +20,33 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiodocker
-import aiohttp
 from aiodocker.containers import DockerContainer
 from aiodocker.exceptions import DockerError
 
+from hades.adapters.docker import files
 from hades.adapters.docker.containers import (
     LABEL_DEPLOYMENT,
     LABEL_EXECUTOR,
     LABEL_JOB,
-    SHARED_PATH,
     DockerDefaults,
     container_config,
     container_name,
-    image_reference,
     labels,
     volume_name,
 )
+from hades.adapters.docker.engine import ENGINE_TROUBLE, NOT_FOUND, describe, kill, remove, settled, unreachable
+from hades.adapters.docker.images import ensure_images
 from hades.adapters.docker.logs import EngineLog, Progress, drain, follow
 from hades.config import PullPolicy
 from hades.core.lifecycle import JobState
 from hades.core.ports import AttemptLost, ExecutionError, StepLogs, StepResult
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-#: What an engine call raises when the engine refuses, or cannot be reached at all.
-_ENGINE_TROUBLE = (DockerError, aiohttp.ClientError, OSError)
-_AIODOCKER_UNREACHABLE = 900
-_NOT_FOUND = 404
 #: A container's ``State.Status`` while someone removes it (a forced removal kills it first: its wait has ended).
 _REMOVED = ("removing", "dead")
 #: How long an attempt's set-up waits for an engine that does not answer (a restart took ~25 s here).
@@ -67,27 +63,6 @@ def lap(phases: dict[str, float], name: str) -> Iterator[None]:
         yield
     finally:
         phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - began, 6)
-
-
-async def _settled(operation: Awaitable[T]) -> T:
-    """Await an engine call that creates something; if cancelled meanwhile, let it land before re-raising, so
-    the cleanup that follows sees (and removes) what it created instead of racing it."""
-    task = asyncio.ensure_future(operation)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await task
-        raise
-
-
-def _unreachable(error: BaseException) -> bool:
-    """The engine did not answer at all (aiodocker reports that as status 900), as opposed to refusing."""
-    return not isinstance(error, DockerError) or error.status == _AIODOCKER_UNREACHABLE
-
-
-def _describe(error: BaseException) -> str:
-    return error.message if isinstance(error, DockerError) else f"{type(error).__name__}: {error}"
 
 
 class _Vanished(Exception):
@@ -143,18 +118,18 @@ class DockerExecutor:
         for tries_left in (True, False):
             try:
                 return await self._prepare(job)
-            except _ENGINE_TROUBLE as error:
-                if not _unreachable(error):
+            except ENGINE_TROUBLE as error:
+                if not unreachable(error):
                     raise
                 if not (tries_left and await self._engine_back()):
-                    raise AttemptLost(f"cannot reach the Docker engine: {_describe(error)}") from error
+                    raise AttemptLost(f"cannot reach the Docker engine: {describe(error)}") from error
         raise AssertionError("unreachable")
 
     async def _engine_back(self) -> bool:
         """Whether the engine answers again within ``engine_wait`` seconds."""
         deadline = time.monotonic() + self._engine_wait
         while time.monotonic() < deadline:
-            with contextlib.suppress(*_ENGINE_TROUBLE):
+            with contextlib.suppress(*ENGINE_TROUBLE):
                 await self.docker.version()
                 return True
             await asyncio.sleep(_ENGINE_POLL_SECONDS)
@@ -164,7 +139,7 @@ class DockerExecutor:
         phases: dict[str, float] = {}
         try:
             with lap(phases, "volume"):
-                await _settled(
+                await settled(
                     self.docker.volumes.create(
                         {
                             "Name": volume_name(job.job_id, job.attempt),
@@ -173,11 +148,11 @@ class DockerExecutor:
                     )
                 )
         except DockerError as error:
-            if _unreachable(error):
+            if unreachable(error):
                 raise
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
         with lap(phases, "images"):
-            await self._ensure_images(job)
+            await ensure_images(self.docker, job, self._pull_policy)
         return phases
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
@@ -186,29 +161,29 @@ class DockerExecutor:
         phases: dict[str, float] = {}
         try:
             with lap(phases, "create"):
-                container = await _settled(self.docker.containers.create(config, name=container_name(job, index)))
+                container = await settled(self.docker.containers.create(config, name=container_name(job, index)))
         except DockerError as error:
-            if _unreachable(error):
-                raise AttemptLost(f"cannot reach the Docker engine: {_describe(error)}") from error
+            if unreachable(error):
+                raise AttemptLost(f"cannot reach the Docker engine: {describe(error)}") from error
             return StepResult(exit_code=None, error=f"failed to create container: {error.message}", phases=phases)
         try:
             return await self._run_container(container, logs, phases)
         except _Vanished as gone:
             raise AttemptLost(f"step {index + 1}'s container was removed from outside while it ran ({gone})") from gone
-        except _ENGINE_TROUBLE as error:
-            if not _unreachable(error):
+        except ENGINE_TROUBLE as error:
+            if not unreachable(error):
                 # A refusal while the step ran (its wait: no such container; its logs: "dead or marked for
                 # removal") is the container's removal when the engine says it is gone or going.
                 if await self._gone(container):
                     removed = f"step {index + 1}'s container was removed from outside while it ran"
-                    raise AttemptLost(f"{removed} ({_describe(error)})") from error
+                    raise AttemptLost(f"{removed} ({describe(error)})") from error
                 raise
             # A connection the engine dropped may leave the container running (the engine still up): stop it, so
             # the next attempt does not run beside it; against an engine that is gone this fails at once.
-            await asyncio.shield(self._kill(container))
-            raise AttemptLost(f"lost the Docker engine while step {index + 1} ran: {_describe(error)}") from error
+            await asyncio.shield(kill(container))
+            raise AttemptLost(f"lost the Docker engine while step {index + 1} ran: {describe(error)}") from error
         except asyncio.CancelledError:
-            await asyncio.shield(self._kill(container))
+            await asyncio.shield(kill(container))
             raise
         finally:
             self._remove_later(container)
@@ -220,7 +195,7 @@ class DockerExecutor:
         waits for it too). The next step or the job's end need not wait: containers are labelled, the attempt's
         cleanup removes any still there before the volume, and the sweep catches what a crash left.
         """
-        removal = asyncio.create_task(self._remove(container), name=f"remove-{container.id[:12]}")
+        removal = asyncio.create_task(remove(container), name=f"remove-{container.id[:12]}")
         self._removals.add(removal)
         removal.add_done_callback(self._removals.discard)
 
@@ -233,7 +208,7 @@ class DockerExecutor:
             if container._container.get("State") in _REMOVED:
                 await self._removed(container)  # removed from outside meanwhile: it holds the volume until it is gone
             else:
-                await self._remove(container)
+                await remove(container)
         try:
             volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
             await volume.delete()
@@ -242,52 +217,12 @@ class DockerExecutor:
                 log.warning("could not remove volume of job %s: %s", job.job_id, error.message)
 
     async def write_inputs(self, job: JobState, archive: Path) -> None:
-        """Unpack the inputs' archive into the volume (the engine's archive API, through a helper container)."""
-        async with self._files_container(job) as container:
-            with archive.open("rb") as data:  # streamed to the engine, never read whole
-                async with self.docker._query(
-                    f"containers/{container.id}/archive",
-                    method="PUT",
-                    params={"path": SHARED_PATH},
-                    data=data,
-                    headers={"Content-Type": "application/x-tar"},
-                ):
-                    pass
+        """Unpack the inputs' archive into the volume (``files.py``)."""
+        await files.write_inputs(self.docker, job, self._defaults, archive)
 
-    async def read_path(self, job: JobState, path: str) -> AsyncIterator[bytes]:
-        """The engine's tar stream of one path of the volume, read as it arrives (aiodocker's ``get_archive``
-        would hold all of it in memory)."""
-        async with self._files_container(job) as container:
-            try:
-                async with self.docker._query(
-                    f"containers/{container.id}/archive", params={"path": f"{SHARED_PATH}/{path}"}
-                ) as response:
-                    async for chunk in response.content.iter_chunked(1 << 16):
-                        yield chunk
-            except DockerError as error:
-                if error.status == 404:
-                    raise FileNotFoundError(f"{path}: no such file or directory in the workspace") from error
-                raise
-
-    @contextlib.asynccontextmanager
-    async def _files_container(self, job: JobState) -> AsyncIterator[DockerContainer]:
-        """A container that is created and never started, the job's volume mounted at /shared, whose filesystem
-        the archive API reads and writes; it carries the attempt's labels, so cleanup and the sweep remove it."""
-        config: dict[str, Any] = {
-            "Image": image_reference(job.spec.steps[0].image),
-            "Cmd": ["true"],
-            "Labels": labels(job, self._defaults),
-            "NetworkDisabled": True,
-            "HostConfig": {
-                "Mounts": [{"Type": "volume", "Source": volume_name(job.job_id, job.attempt), "Target": SHARED_PATH}]
-            },
-        }
-        name = f"hades-{job.job_id}-{job.attempt}-files-{uuid.uuid4().hex[:6]}"
-        container = await _settled(self.docker.containers.create(config, name=name))
-        try:
-            yield container
-        finally:
-            await asyncio.shield(self._remove(container))
+    def read_path(self, job: JobState, path: str) -> AsyncIterator[bytes]:
+        """The engine's tar stream of one path of the volume, read as it arrives (``files.py``)."""
+        return files.read_path(self.docker, job, self._defaults, path)
 
     async def sweep(self, running: Callable[[str], bool], live_executors: set[str]) -> int:
         """Remove what a crash left behind: containers and volumes of executors that are gone, and this
@@ -302,7 +237,7 @@ class DockerExecutor:
         ours = [LABEL_JOB] + ([f"{LABEL_DEPLOYMENT}={self._defaults.deployment}"] if self._defaults.deployment else [])
         for container in await self.docker.containers.list(all=True, filters={"label": ours}):
             if stale(container._container.get("Labels") or {}):
-                await self._remove(container)
+                await remove(container)
                 removed += 1
         volumes = (await self.docker.volumes.list(filters={"label": ours})).get("Volumes") or []
         for volume in volumes:
@@ -320,7 +255,7 @@ class DockerExecutor:
             with lap(phases, "start"):
                 await container.start()
         except DockerError as error:
-            if error.status == _NOT_FOUND or _unreachable(error):
+            if error.status == NOT_FOUND or unreachable(error):
                 raise  # removed between its creation and its start, or the engine went away: not the job's doing
             return StepResult(exit_code=None, error=f"failed to start container: {error.message}", phases=phases)
         progress = Progress()
@@ -352,9 +287,9 @@ class DockerExecutor:
         try:
             info = await container.show()
         except DockerError as error:
-            if error.status == _NOT_FOUND:
+            if error.status == NOT_FOUND:
                 return None
-            if _unreachable(error):
+            if unreachable(error):
                 raise
             return {}
         state: dict[str, Any] = info.get("State") or {}
@@ -364,46 +299,11 @@ class DockerExecutor:
         """Whether the engine says the container is gone or going (False when it cannot be asked)."""
         try:
             return await self._state(container) is None
-        except _ENGINE_TROUBLE:
+        except ENGINE_TROUBLE:
             return False
-
-    async def _kill(self, container: DockerContainer) -> None:
-        with contextlib.suppress(*_ENGINE_TROUBLE):
-            await container.kill()
-
-    async def _remove(self, container: DockerContainer) -> None:
-        with contextlib.suppress(*_ENGINE_TROUBLE):
-            await container.delete(force=True, v=True)
 
     async def _removed(self, container: DockerContainer) -> None:
         """Wait for a removal under way (begun from outside) to end; a container already gone answers at once."""
-        with contextlib.suppress(*_ENGINE_TROUBLE, TimeoutError):
+        with contextlib.suppress(*ENGINE_TROUBLE, TimeoutError):
             async with asyncio.timeout(_REMOVAL_SECONDS):
                 await container.wait(condition="removed")
-
-    async def _ensure_images(self, job: JobState) -> None:
-        images = list(dict.fromkeys(image_reference(step.image) for step in job.spec.steps))
-        results = await asyncio.gather(*(self._ensure_image(image) for image in images))
-        errors = [error for error in results if error]
-        if errors:
-            raise ExecutionError(f"encountered {len(errors)} errors while pulling images: {'; '.join(errors)}")
-
-    async def _ensure_image(self, image: str) -> str | None:
-        """None when the image is available, else the failure text for this image."""
-        if self._pull_policy is not PullPolicy.ALWAYS:
-            try:
-                await self.docker.images.inspect(image)
-                return None
-            except DockerError as error:
-                if _unreachable(error):
-                    raise
-                if error.status != 404:
-                    return f"failed to pull image {image}: {error.message}"  # e.g. an invalid reference
-        if self._pull_policy is PullPolicy.NEVER:
-            return f"image {image} is not present locally and DOCKER_PULL_POLICY is never"
-        try:
-            progress: list[dict[str, Any]] = await self.docker.images.pull(image)
-        except DockerError as error:
-            return f"failed to pull image {image}: {error.message}"
-        failures = [str(item["error"]) for item in progress if item.get("error")]
-        return f"failed to pull image {image}: {failures[-1]}" if failures else None

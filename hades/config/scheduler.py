@@ -1,0 +1,38 @@
+"""The scheduler: how often a job is tried, how it ages in its queue, and how often the watchdog looks."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class SchedulerSettings(BaseModel):
+    """Attempts, priority aging and the watchdog."""
+
+    # scheduler
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        validation_alias="MAX_ATTEMPTS",
+        description=(
+            "attempts a job gets when its executors (or its containers, or their engine) are lost; then it fails"
+            " with a reason that says so"
+        ),
+    )
+    priority_aging_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="PRIORITY_AGING_SECONDS",
+        description="seconds a job waits in its queue before it moves up one priority; unset: never",
+    )
+    watchdog_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        validation_alias="HADES_WATCHDOG_SECONDS",
+        description="seconds between the scheduler's looks for jobs on lost executors and jobs to promote",
+    )
+    unschedulable_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="UNSCHEDULABLE_TIMEOUT",
+        description="seconds a job no live executor can take waits before it fails; default: forever",
+    )
