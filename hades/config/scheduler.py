@@ -15,7 +15,8 @@ class SchedulerSettings(BaseModel):
         validation_alias="MAX_ATTEMPTS",
         description=(
             "attempts a job gets when its executors (or its containers, or their engine) are lost; then it fails"
-            " with a reason that says so"
+            " with a reason that says so. The API stamps it on each job it accepts, and every role goes by the"
+            " job's number (a role's own counts only for jobs from before)"
         ),
     )
     priority_aging_seconds: float | None = Field(
