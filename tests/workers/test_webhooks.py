@@ -569,9 +569,11 @@ async def test_a_notifier_killed_between_attempts_loses_nothing(
     recorded = [e.delivery_attempt for e in events]
     assert seen == sorted(set(seen)), "attempt numbers only count up"
     assert set(recorded) <= set(seen) and seen[-1] == recorded[-1], "every recorded attempt reached the receiver"
-    # Normally exactly [1, 2, 3]; a kill that lands mid-POST adds an unrecorded attempt, which at-least-once allows
-    # (that message comes back after the consumer's ack wait, as the next attempt).
-    assert seen == recorded == [1, 2, 3] or len(seen) == len(recorded) + 1
+    # Normally exactly [1, 2, 3]. The kill may add one irregularity, which at-least-once allows; the message then
+    # comes back after the consumer's ack wait as the next attempt: a kill mid-POST adds an attempt the receiver saw
+    # and nobody recorded ([1, 2, 3, 4] recorded [1, 3, 4]); a redelivery handed to the dead process's pull request,
+    # still open on the server, skips that attempt's number ([1, 3, 4], seen in CI).
+    assert seen == recorded == [1, 2, 3] or (len(set(seen) - set(recorded)) <= 1 and seen[-1] <= 4)
 
 
 class LaggingReplica:
