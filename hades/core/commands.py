@@ -25,13 +25,11 @@ class QueueJob:
 
 @dataclass(frozen=True, slots=True)
 class StartAttempt:
-    """An executor takes the queued attempt (from the queue of ``priority``, when given: a job promoted since that
-    queueing is not started from it)."""
+    """An executor takes the queued attempt."""
 
     attempt: int
     executor_id: str
     executor_labels: dict[str, str] | None = None
-    priority: Priority | None = None
 
 
 @dataclass(frozen=True, slots=True)
