@@ -169,8 +169,7 @@ class AttemptRunner:
             await self._end(job, FailJob(attempt, f"job timed out after {timeout} seconds"))
         except AttemptLost as lost:  # before ExecutionError, its base: the engine's fault, not the job's
             log.warning("job %s attempt %d lost: %s", job_id, attempt, lost.reason)
-            allowed = job.state.attempts_allowed(self._max_attempts) if job.state else self._max_attempts
-            await self._end(job, hand_back(attempt, allowed, lost.reason))
+            await self._end(job, hand_back(attempt, job.state.attempts_allowed(self._max_attempts), lost.reason))
         except ExecutionError as error:
             await self._end(job, FailJob(attempt, error.reason))
         except InvalidTransition:

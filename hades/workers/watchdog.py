@@ -146,9 +146,8 @@ class Watchdog:
         return None
 
     def _never_queued(self, job: JobState) -> bool:
-        if job.status is not Status.QUEUED or job.queued_at is not None or job.submitted_at is None:
-            return False
-        return (self._clock.now() - job.submitted_at).total_seconds() >= self._policy.queue_after
+        waited = (self._clock.now() - job.submitted_at).total_seconds()
+        return job.awaiting_queue and waited >= self._policy.queue_after
 
     async def _queue(self, job_id: str) -> int:
         """Queue a job the scheduler's consumer has not (as it would: its pool registered first)."""
