@@ -30,6 +30,7 @@ class StartAttempt:
     attempt: int
     executor_id: str
     executor_labels: dict[str, str] | None = None
+    claim: str | None = None  # the queue message's delivery decided on (``JobStarted.claim``)
 
 
 @dataclass(frozen=True, slots=True)

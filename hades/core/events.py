@@ -93,6 +93,12 @@ class JobStarted(_Event):
     attempt: int
     executor_id: str
     executor_labels: dict[str, str] | None = None
+    claim: str | None = Field(
+        default=None,
+        description="which delivery of the queue message the executor decided on (`<stream seq>.<delivery>`); part "
+        "of the append's message id, so a start decided again on a redelivery can never pass for its own retried "
+        "append (absent from events written before it)",
+    )
 
 
 class JobMarkedUnschedulable(_Event):

@@ -208,6 +208,7 @@ def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> lis
         attempt=command.attempt,
         executor_id=command.executor_id,
         executor_labels=command.executor_labels,
+        claim=command.claim,
     )
     return _concluded(state, started, now)  # a job without steps is done at once
 

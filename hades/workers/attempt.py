@@ -89,10 +89,11 @@ class AttemptRunner:
         self._tracer = tracer or trace.NoOpTracer()
         self._metrics = metrics
 
-    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None) -> bool:
+    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None, claim: str | None = None) -> bool:
         """Run the attempt; False when it was no longer ours to run (someone else took or ended it).
 
         ``traceparent`` is the queued event's: the attempt's span (and its steps') continue the job's trace.
+        ``claim`` names the queue message's delivery the start is decided on (``JobStarted.claim``).
 
         The job's interruptions are listened to before ``started`` is appended: one published after that is heard,
         and one stored before it makes the append a conflict, so no read of the store is needed to know the attempt
@@ -104,7 +105,7 @@ class AttemptRunner:
         heard = _Interruptions(job, job_id, attempt)
         unwatch = await self._watch(job_id, heard.on_event)
         try:
-            await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels))
+            await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels, claim))
         except BaseException as error:
             await asyncio.shield(unwatch())
             if isinstance(error, InvalidTransition):

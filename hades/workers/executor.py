@@ -101,6 +101,7 @@ class ExecutorWorker:
         self._doorbell = asyncio.Event()
         self._draining = asyncio.Event()
         self._running: dict[asyncio.Task[None], str] = {}
+        self._in_hand: dict[asyncio.Task[None], int] = {}  # the stream sequence of each running task's queue message
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._pools = pools
         self._ring_on = doorbell
@@ -188,6 +189,7 @@ class ExecutorWorker:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._running.pop(task, None)
+        self._in_hand.pop(task, None)
         if self._reserved.pop(task, None) is not None:
             self._doorbell.set()  # the freed resources may let a waiting pooled job in
         self._slots.release()
@@ -358,9 +360,14 @@ class ExecutorWorker:
         if not isinstance(event, JobQueued):
             await msg.term()
             return
+        delivery = msg.metadata
+        if self._runs(event.job_id):
+            await self._leave(msg, event)
+            return
         current = asyncio.current_task()
         if current is not None and current in self._running:
             self._running[current] = event.job_id
+            self._in_hand[current] = delivery.sequence.stream
         keepalive = asyncio.create_task(self._keep_alive(msg, lease))
         job: JobHandle | None = None
         try:
@@ -372,7 +379,8 @@ class ExecutorWorker:
                 await msg.nak(delay=0.5)
                 return
             if _queued_for(job, event):
-                await self._runner.run(job, event.attempt, (msg.headers or {}).get(TRACEPARENT))
+                claim = f"{delivery.sequence.stream}.{delivery.num_delivered}"
+                await self._runner.run(job, event.attempt, (msg.headers or {}).get(TRACEPARENT), claim)
             else:
                 log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
             await msg.ack()
@@ -389,6 +397,21 @@ class ExecutorWorker:
             await msg.nak(delay=5)
         finally:
             keepalive.cancel()
+
+    async def _leave(self, msg: Msg, queued: JobQueued) -> None:
+        """A queue message for a job whose attempt runs here already: never start it beside itself.
+
+        The message in hand redelivered (its deadline passed while NATS could not take ``in_progress``) is left
+        alone: the handler that runs its attempt still extends and acks it (both go by the stream sequence). Any
+        other queueing of the job (a newer attempt, handed back while this executor's heartbeat was not heard) waits
+        until the attempt here has ended.
+        """
+        seq = msg.metadata.sequence.stream
+        if seq in self._in_hand.values():
+            log.info("job %s: its queue message came again while its attempt runs here; left to it", queued.job_id)
+            return
+        log.info("job %s: attempt %d is queued while an older one runs here", queued.job_id, queued.attempt)
+        await msg.nak(delay=self._keep_every)
 
     async def _keep_alive(self, msg: Msg, lease: Lease | None) -> None:
         """Extend the message's ack deadline (and the cap's lease) while its job runs."""

@@ -69,14 +69,16 @@ def message_id(event: Event) -> str:
     """A stable id per logical append, so a retry of the same append is recognised as landed.
 
     It names who appends where several could: two executors racing to start one attempt append under
-    different ids, so the loser sees a conflict, never "my append landed"; likewise a manual webhook redelivery
+    different ids, so the loser sees a conflict, never "my append landed"; so do two deliveries of one queue
+    message to the same executor (``JobStarted.claim``), whose second start is decided again on what may be a stale
+    read and must never be taken for the first one's retry; likewise a manual webhook redelivery
     (``redelivered_by``) and the notifier's attempt that happen to take the same attempt number.
     """
     # The field values straight from the model's ``__dict__``: ``getattr`` of a field an event lacks goes through
     # pydantic's ``__getattr__`` and a raised AttributeError, which cost the scheduler a tenth of its CPU.
     values = vars(event)
     parts = [event.job_id, event.type, str(values.get("attempt", 0))]
-    for field in ("step_index", "executor_id", "priority", "delivery_attempt", "redelivered_by", "stage"):
+    for field in ("step_index", "executor_id", "claim", "priority", "delivery_attempt", "redelivered_by", "stage"):
         value = values.get(field)
         if value is not None:
             parts.append(str(value))

@@ -57,8 +57,9 @@ class BuildJobHandoff(AttemptRunner):
         self._buildjobs = buildjobs
         self._max_retries = max_retries
 
-    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None) -> bool:
-        """Create the BuildJob (AlreadyExists is success); a refusal fails the job with the API's message."""
+    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None, claim: str | None = None) -> bool:
+        """Create the BuildJob (AlreadyExists is success); a refusal fails the job with the API's message. The
+        operator appends the attempt's ``started`` itself, so ``claim`` is not used."""
         assert job.state is not None
         state = job.state
         try:
