@@ -25,12 +25,14 @@ class QueueJob:
 
 @dataclass(frozen=True, slots=True)
 class StartAttempt:
-    """An executor takes the queued attempt."""
+    """An executor takes the queued attempt (from the queue of ``priority``, when given: a job promoted since that
+    queueing is not started from it)."""
 
     attempt: int
     executor_id: str
     executor_labels: dict[str, str] | None = None
     claim: str | None = None  # the queue message's delivery decided on (``JobStarted.claim``)
+    priority: Priority | None = None
 
 
 @dataclass(frozen=True, slots=True)

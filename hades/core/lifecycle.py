@@ -200,6 +200,8 @@ def _concluded(state: JobState, event: Event, now: datetime) -> list[Event]:
 
 def _start_attempt(state: JobState, command: StartAttempt, now: datetime) -> list[Event]:
     require_queued(state, command.attempt)
+    if command.priority is not None and state.priority is not command.priority:
+        raise InvalidTransition(f"job {state.job_id} was queued again at priority {state.priority.name}")
     if state.cancel_requested_by is not None:  # its stop is due (``conclusion``); nothing is set up for it
         raise InvalidTransition(f"job {state.job_id}: cancel requested by {state.cancel_requested_by}")
     started = JobStarted(

@@ -41,6 +41,7 @@ from hades.core.lifecycle import (
 )
 from hades.core.logs import LogBudget
 from hades.core.ports import AttemptLost, ExecutionError, Executor, StepResult, WorkspaceFiles
+from hades.core.spec import Priority
 from hades.core.state import replace
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
@@ -89,11 +90,19 @@ class AttemptRunner:
         self._tracer = tracer or trace.NoOpTracer()
         self._metrics = metrics
 
-    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None, claim: str | None = None) -> bool:
+    async def run(
+        self,
+        job: JobHandle,
+        attempt: int,
+        traceparent: str | None = None,
+        claim: str | None = None,
+        priority: Priority | None = None,
+    ) -> bool:
         """Run the attempt; False when it was no longer ours to run (someone else took or ended it).
 
         ``traceparent`` is the queued event's: the attempt's span (and its steps') continue the job's trace.
         ``claim`` names the queue message's delivery the start is decided on (``JobStarted.claim``).
+        ``priority`` is the queue's it was taken from: a job promoted since is not started from the older queueing.
 
         The job's interruptions are listened to before ``started`` is appended: one published after that is heard,
         and one stored before it makes the append a conflict, so no read of the store is needed to know the attempt
@@ -105,7 +114,7 @@ class AttemptRunner:
         heard = _Interruptions(job, job_id, attempt)
         unwatch = await self._watch(job_id, heard.on_event)
         try:
-            await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels, claim))
+            await job.run(job_id, StartAttempt(attempt, self._executor_id, self._labels, claim, priority))
         except BaseException as error:
             await asyncio.shield(unwatch())
             if isinstance(error, InvalidTransition):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
 from hades.adapters.nats.queues import NoWaitPuller
@@ -38,7 +39,7 @@ from hades.core.codec import decode_event
 from hades.core.constraints import Placement, fits, satisfies
 from hades.core.events import JobQueued
 from hades.core.lifecycle import Status
-from hades.core.ports import Clock, EventStore, Executor
+from hades.core.ports import Clock, Executor
 from hades.core.spec import Priority
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
@@ -78,7 +79,7 @@ class ExecutorWorker:
     def __init__(
         self,
         nc: Client,
-        store: EventStore,
+        store: NatsEventStore,
         runner: AttemptRunner,
         executor: Executor,
         clock: Clock,
@@ -371,16 +372,21 @@ class ExecutorWorker:
         keepalive = asyncio.create_task(self._keep_alive(msg, lease))
         job: JobHandle | None = None
         try:
-            job = await JobHandle.load(self._store, self._clock, event.job_id)
-            if job.seq < msg.metadata.sequence.stream:
+            # The job as of this message, its older events read along their chain: no read of the job's newest
+            # (one request per job). Should more have happened since (a cancel, a promotion), ``started`` meets
+            # a conflict, the job is re-read, and the attempt is found no longer ours.
+            history = await self._store.history_through(event.job_id, msg)
+            if not history or history[-1].seq < msg.metadata.sequence.stream:
                 # Read from a replica behind this very message (on an R3 stream followers answer direct gets too):
                 # the job is not "no longer queued", its queueing is just not there yet; have the message again.
                 log.info("job %s: its history was read from a replica behind its queue message", event.job_id)
                 await msg.nak(delay=0.5)
                 return
+            job = JobHandle.known(self._store, self._clock, history)
             if _queued_for(job, event):
                 claim = f"{delivery.sequence.stream}.{delivery.num_delivered}"
-                await self._runner.run(job, event.attempt, (msg.headers or {}).get(TRACEPARENT), claim)
+                traceparent = (msg.headers or {}).get(TRACEPARENT)
+                await self._runner.run(job, event.attempt, traceparent, claim, event.priority)
             else:
                 log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
             await msg.ack()

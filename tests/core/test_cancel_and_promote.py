@@ -101,3 +101,13 @@ def test_a_running_job_is_not_promoted() -> None:
     events = history(QueueJob(), StartAttempt(attempt=1, executor_id="e"))
     with pytest.raises(InvalidTransition):
         decide(fold(events), PromoteJob(attempt=1, priority=Priority.HIGH, reason=""), NOW)
+
+
+def test_a_promoted_job_is_started_from_its_new_queue_only() -> None:
+    events = history(QueueJob(), PromoteJob(attempt=1, priority=Priority.MEDIUM, reason="waited"), priority=1)
+    state = fold(events)
+    with pytest.raises(InvalidTransition, match="queued again at priority MEDIUM"):
+        decide(state, StartAttempt(attempt=1, executor_id="e", priority=Priority.LOW), NOW)
+    started = decide(state, StartAttempt(attempt=1, executor_id="e", priority=Priority.MEDIUM), NOW)
+    assert [event.type for event in started] == ["started"]
+    assert decide(state, StartAttempt(attempt=1, executor_id="e"), NOW)  # no queue named: any will do

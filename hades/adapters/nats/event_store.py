@@ -241,25 +241,34 @@ class NatsEventStore:
             newest = await self._js.get_last_msg(EVENTS_STREAM, job_events(job_id), direct=True)
         except NotFoundError:
             return []
+        assert newest.seq is not None and newest.data is not None
+        return await self._chain(job_id, newest.seq, newest.data, newest.headers or {}, newest.subject or "")
+
+    async def history_through(self, job_id: str, msg: Msg) -> list[Recorded]:
+        """The job's events up to and including ``msg``, one of them as a consumer delivered it: the older ones
+        read along the chain from it, without asking for the job's newest. (Anything appended after ``msg`` is not
+        in it; a command decided on it then meets a conflict and re-reads, as on any stale view.)"""
+        return await self._chain(job_id, _stream_seq(msg), msg.data, msg.headers or {}, msg.subject)
+
+    async def _chain(self, job_id: str, seq: int, data: bytes, headers: dict[str, str], subject: str) -> list[Recorded]:
         prefix = job_event(job_id, "")
         chain: list[Recorded] = []
-        raw = newest
         for _ in range(_MAX_CHAIN):
-            assert raw.seq is not None and raw.data is not None
-            headers = raw.headers or {}
-            if not (raw.subject or "").startswith(prefix):
+            if not subject.startswith(prefix):
                 break
-            chain.append(_record(raw.seq, raw.data, headers))
-            previous = _previous_seq(raw.seq, headers)
+            chain.append(_record(seq, data, headers))
+            previous = _previous_seq(seq, headers)
             if previous == 0:
                 chain.reverse()
                 return chain
-            if previous is None or previous >= raw.seq:
+            if previous is None or previous >= seq:
                 break
             try:
                 raw = await self._js.get_msg(EVENTS_STREAM, seq=previous, direct=True)
             except NotFoundError:
                 break
+            assert raw.seq is not None and raw.data is not None
+            seq, data, headers, subject = raw.seq, raw.data, raw.headers or {}, raw.subject or ""
         log.warning("job %s: its events do not chain back to its first; reading them by subject", job_id)
         return await self._scan_history(job_id)
 

@@ -17,13 +17,24 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from hades.adapters.k8s.buildjob import BuildJobError, buildjob_manifest
 from hades.adapters.k8s.operator.resources import CONFLICT, BuildJobs
-from hades.core.errors import InvalidTransition
-from hades.core.lifecycle import FailJob, JobState
+from hades.core.errors import InvalidTransition, StoreUnavailable
+from hades.core.lifecycle import FailJob, JobState, Status
 from hades.core.ports import StepLogs, StepResult
+from hades.core.spec import Priority
 from hades.workers.attempt import AttemptRunner, JobWatcher, WriterFactory
 from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
+
+
+def still_queued(state: JobState, attempt: int, priority: Priority | None) -> bool:
+    """Whether the job still waits for ``attempt`` in the queue of ``priority`` (any, when None), uncancelled."""
+    return (
+        state.status is Status.QUEUED
+        and state.attempt == attempt
+        and (priority is None or state.priority is priority)
+        and state.cancel_requested_by is None
+    )
 
 
 class NoPods:
@@ -57,11 +68,27 @@ class BuildJobHandoff(AttemptRunner):
         self._buildjobs = buildjobs
         self._max_retries = max_retries
 
-    async def run(self, job: JobHandle, attempt: int, traceparent: str | None = None, claim: str | None = None) -> bool:
-        """Create the BuildJob (AlreadyExists is success); a refusal fails the job with the API's message. The
-        operator appends the attempt's ``started`` itself, so ``claim`` is not used."""
+    async def run(
+        self,
+        job: JobHandle,
+        attempt: int,
+        traceparent: str | None = None,
+        claim: str | None = None,
+        priority: Priority | None = None,
+    ) -> bool:
+        """Create the BuildJob (AlreadyExists is success); a refusal fails the job with the API's message.
+
+        The job is handed as the queue message left it; it is read afresh first, since no append of this role
+        would meet a cancel or a promotion that came since (the operator appends ``started``, so ``claim`` is not
+        used here)."""
         assert job.state is not None
+        job_id, seen = job.state.job_id, job.seq
+        await job.reload(job_id)
+        if job.seq < seen:  # read from a replica behind the message: have it again later
+            raise StoreUnavailable(f"job {job_id}: its history was read from a replica behind its queue message")
         state = job.state
+        if state is None or not still_queued(state, attempt, priority):
+            return False
         try:
             manifest = buildjob_manifest(
                 state.job_id,
