@@ -33,7 +33,6 @@ from hades.core.events import Event
 from hades.core.lifecycle import (
     FinishStep,
     JobState,
-    MarkPrepared,
     QueueJob,
     StartAttempt,
     StartStep,
@@ -72,8 +71,7 @@ def finished_job_events(job_id: str, spec: JobSpec, now: datetime) -> list[Event
     for command in (
         QueueJob(),
         StartAttempt(1, "executor-1"),
-        MarkPrepared(1, {"volume": 0.0008}),
-        StartStep(1, 0),
+        StartStep(1, 0, prepare={"volume": 0.0008}),
         FinishStep(1, 0, 0, last_log_seq=1, phases={"start": 0.01, "run": 0.004}),
     ):
         new = decide(state, command, now)

@@ -53,7 +53,6 @@ from hades.core.lifecycle import (
     Command,
     FinishStep,
     JobState,
-    MarkPrepared,
     QueueJob,
     StartAttempt,
     StartStep,
@@ -71,7 +70,7 @@ SPEC = JobSpec(
     steps=(Step(id=1, image="alpine", script="make test"), Step(id=2, image="alpine", script="make dist")),
 )
 PHASES = {"create": 0.1, "start": 0.05, "run": 0.2, "logs": 0.0, "teardown": 0.02}
-RUNNING: list[Command] = [QueueJob(), StartAttempt(1, "exec-1"), MarkPrepared(1, {"volume": 0.002}), StartStep(1, 0)]
+RUNNING: list[Command] = [QueueJob(), StartAttempt(1, "exec-1"), StartStep(1, 0, prepare={"volume": 0.002})]
 COMMANDS: dict[str, list[Command]] = {
     "queued": [QueueJob()],
     "running": RUNNING,

@@ -10,7 +10,7 @@ messaging: no HTTP, no pydantic, no state folding, no shell for the step, no log
   scheduler  the ``scheduler`` consumer: append ``queued.high`` chained after the message, ack; the ``pipelines``
              consumer: ack each terminal event
   executor ×2 (16 at a time each) the ``executor-high`` consumer: one direct get of the job's ``submitted``; then
-             ``started``, ``prepared``, ``step_started``, one log batch, ``step_finished``, ``succeeded``, each
+             ``started``, ``step_started`` (with the preparation), one log batch, ``step_finished``, ``succeeded``, each
              awaited and chained after the one before; ack
   notifier   the ``notifier`` and ``webhooks`` consumers: ack each terminal event
 
@@ -137,7 +137,7 @@ async def _executor(js: JetStreamContext, step: bool) -> list[Coroutine[Any, Any
         job = msg.subject.split(".")[2]
         await js.get_last_msg(EVENTS_STREAM, f"hades.events.{job}.submitted", direct=True)
         seq = msg.metadata.sequence.stream
-        for kind in ("started", "prepared", "step_started"):
+        for kind in ("started", "step_started"):  # the first step_started carries the preparation
             seq = await append(js, job, kind, seq)
         if step:
             await _step()

@@ -4,7 +4,7 @@ One run on a fresh embedded nats-server:
   1. Baseline: ``hades api`` (a subprocess, NATS_URL set, HADES_SNAPSHOT_SECONDS=0) on the empty log; once GET
      /ping answers, its VmRSS (/proc/<pid>/status).
   2. The log is filled with N finished one-step jobs (the examples/hello.json job: submitted, queued, started,
-     prepared, step_started, step_finished, succeeded; 7 events each, pipelined straight into HADES_EVENTS as
+     step_started, step_finished, succeeded; 6 events each, pipelined straight into HADES_EVENTS as
      bench/replay.py does), then the same ``hades api`` is started again: the time until /ping answers is its
      start-up replay; once /jobs/{last id} is found, its VmRSS. Figure: (full − empty) / N bytes per job
      (target ≤ 2 KiB).

@@ -1,7 +1,7 @@
 """Replay rate: events folded into every read model per second, against reading the same stream raw.
 
-Fills a fresh nats-server's HADES_EVENTS with N events of real jobs (submitted, queued, started, prepared, two
-steps, succeeded: 9 events a job), then in the same run measures
+Fills a fresh nats-server's HADES_EVENTS with N events of real jobs (submitted, queued, started, two
+steps, succeeded: 8 events a job), then in the same run measures
   1. raw: an ordered consumer reading every message, nothing decoded (the floor),
   2. decoded: the same plus decoding each event,
   3. replay: `hades replay`'s path, decoding and folding into the jobs, timing and metrics views.
@@ -35,7 +35,6 @@ from hades.core.events import Event
 from hades.core.lifecycle import (
     FinishStep,
     JobState,
-    MarkPrepared,
     QueueJob,
     StartAttempt,
     StartStep,
@@ -54,8 +53,7 @@ def job_events(now: datetime) -> list[Event]:
     commands = [
         QueueJob(),
         StartAttempt(1, "exec-1"),
-        MarkPrepared(1, {"volume": 0.002, "images": 0.001}),
-        StartStep(1, 0),
+        StartStep(1, 0, prepare={"volume": 0.002, "images": 0.001}),
         FinishStep(1, 0, 0, phases={"create": 0.1, "start": 0.05, "run": 0.2, "logs": 0.0, "teardown": 0.02}),
         StartStep(1, 1),
         FinishStep(1, 1, 0, phases={"create": 0.1, "start": 0.05, "run": 0.2, "logs": 0.0, "teardown": 0.02}),

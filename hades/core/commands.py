@@ -60,10 +60,11 @@ class MarkPrepared:
 
 @dataclass(frozen=True, slots=True)
 class StartStep:
-    """The executor starts the next step."""
+    """The executor starts the next step (the first one with how long preparing the attempt took)."""
 
     attempt: int
     step_index: int
+    prepare: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

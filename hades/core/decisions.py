@@ -147,4 +147,5 @@ def start_step(state: JobState, command: StartStep, now: datetime) -> StepStarte
         step_index=index,
         step_id=step.id,
         image=step.image,
+        prepare=command.prepare,
     )

@@ -117,7 +117,8 @@ class JobMarkedSchedulable(_Event):
 
 
 class JobPrepared(_Event):
-    """The attempt's workspace and images are ready; ``phases`` says how long each part took (seconds)."""
+    """The attempt's workspace and images are ready; ``phases`` says how long each part took (seconds). Written
+    by executors before the first ``step_started`` carried ``prepare``; still read in older logs."""
 
     type: Literal["prepared"] = "prepared"
     attempt: int
@@ -132,6 +133,11 @@ class StepStarted(_Event):
     step_index: int
     step_id: int
     image: str
+    prepare: dict[str, float] | None = Field(
+        default=None,
+        description="on the attempt's first step: how long preparing the attempt took, by part (`volume`, `images`, "
+        "`inputs`; seconds), so the workspace being ready is no append of its own (older logs have `prepared`)",
+    )
 
 
 class StepFinished(_Event):

@@ -133,6 +133,8 @@ def _fold(timing: JobTiming, event: object) -> None:
     # most frequent first: a job's steps, then its attempt
     if isinstance(event, StepStarted):
         timing.steps[event.step_index] = StepTiming(index=event.step_index, step_id=event.step_id, started_at=event.at)
+        if event.prepare is not None:
+            timing.prepare = dict(event.prepare)
     elif isinstance(event, StepFinished):
         step = timing.steps.get(event.step_index)
         if step is None:

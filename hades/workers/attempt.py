@@ -29,7 +29,6 @@ from hades.core.lifecycle import (
     FailJob,
     FinishStep,
     JobState,
-    MarkPrepared,
     RequeueJob,
     StartAttempt,
     StartStep,
@@ -195,11 +194,12 @@ class AttemptRunner:
         budget = LogBudget(self._limits.max_job_bytes, self._limits.max_line_bytes)
         phases = await self._executor.prepare(await self._as_run(job.state))  # a Pod takes its env here
         phases |= await self._place_inputs(job.state)
-        await job.run(job_id, MarkPrepared(attempt=attempt, phases=phases))
+        prepare: dict[str, float] | None = phases  # on the first step_started: no append of its own
         for index in range(len(job.state.spec.steps)):
-            await self._step(job, job_id, attempt, index, budget)
+            await self._step(job, job_id, attempt, index, budget, prepare)
             if job.state.status is not Status.RUNNING:
                 return
+            prepare = None
 
     def _workspace_files(self, job: JobState) -> tuple[Artifacts, WorkspaceFiles] | None:
         """Where the job's inputs and artifacts go; raises ExecutionError when it declares some and this executor
@@ -232,7 +232,15 @@ class AttemptRunner:
         except Exception:
             log.exception("job %s attempt %d: keeping its artifacts failed", state.job_id, attempt)
 
-    async def _step(self, job: JobHandle, job_id: str, attempt: int, index: int, budget: LogBudget) -> None:
+    async def _step(
+        self,
+        job: JobHandle,
+        job_id: str,
+        attempt: int,
+        index: int,
+        budget: LogBudget,
+        prepare: dict[str, float] | None = None,
+    ) -> None:
         """Run one step, from ``step_started`` to ``step_finished``, in its own span."""
         assert job.state is not None
         step = job.state.spec.steps[index]
@@ -243,7 +251,7 @@ class AttemptRunner:
             "hades.step.image": step.image,
         }
         with self._tracer.start_as_current_span("hades.step", attributes=attributes) as span:
-            await job.run(job_id, StartStep(attempt=attempt, step_index=index))
+            await job.run(job_id, StartStep(attempt=attempt, step_index=index, prepare=prepare))
             writer = self._writers(job_id, step.id, budget)
             try:
                 result = await self._executor.run_step(await self._as_run(job.state), index, writer)

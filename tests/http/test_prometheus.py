@@ -108,7 +108,7 @@ async def test_a_whole_process_serves_its_own_families_beside_the_read_models(
     counts = append_counts(after)
     # This one process appended every event of the three jobs: the API the submits, the scheduler the queueing,
     # the executor the rest (step_finished and succeeded go in one batch, counted once under its first event).
-    for kind in ("submitted", "queued", "started", "prepared", "step_started", "step_finished"):
+    for kind in ("submitted", "queued", "started", "step_started", "step_finished"):
         assert counts.get(kind, 0) >= 3, (kind, counts)
     assert set(counts) <= EVENT_TYPES
     assert after[("hades_event_append_seconds_bucket", (("kind", "started"), ("le", "+Inf")))] == counts["started"]

@@ -86,7 +86,6 @@ async def test_seed_multi_step_example_succeeds_and_shares_the_workspace(
         "submitted",
         "queued",
         "started",
-        "prepared",
         "step_started",
         "step_finished",
         "step_started",

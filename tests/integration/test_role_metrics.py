@@ -42,7 +42,7 @@ async def test_an_executor_process_serves_its_slots_attempts_and_appends_on_metr
     assert scraped[("hades_executor_attempts_started_total", ())] >= 3
     assert scraped[("hades_executor_attempts_finished_total", (("status", "Succeeded"),))] >= 3
     counts = append_counts(scraped)
-    for kind in ("started", "prepared", "step_started", "step_finished"):
+    for kind in ("started", "step_started", "step_finished"):
         assert counts.get(kind, 0) >= 3, (kind, counts)
     assert "submitted" not in counts and "queued" not in counts  # the API's and the scheduler's, not this process's
     assert not any(name.startswith("hades_jobs") for name, _ in scraped)  # no read models in an executor

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from hades.core.events import Event
 from hades.core.lifecycle import (
     FinishStep,
@@ -25,9 +27,12 @@ from hades.projections.timing import TimingView
 T0 = datetime(2026, 12, 2, 12, tzinfo=UTC)
 
 
-def history(priority: int, steps: int, run_seconds: float, start_after: float = 1.0) -> list[Event]:
-    """A job submitted at T0, queued 10 ms later, started ``start_after`` s later, each step running for
-    ``run_seconds`` (as the executor measured it), finishing when its step ends."""
+def history(
+    priority: int, steps: int, run_seconds: float, start_after: float = 1.0, older: bool = False
+) -> list[Event]:
+    """A job submitted at T0, queued 10 ms later, started ``start_after`` s later, prepared in 0.6 s, each step
+    running for ``run_seconds`` (as the executor measured it), finishing when its step ends. The preparation is
+    on the first ``step_started``, or (``older``) a ``prepared`` of its own, as executors wrote it before."""
     job_id = str(uuid.uuid4())
     spec = JobSpec(name="j", priority=priority, steps=tuple(Step(id=i + 1, image="a") for i in range(steps)))
     clock = T0
@@ -44,9 +49,12 @@ def history(priority: int, steps: int, run_seconds: float, start_after: float = 
     run(QueueJob(), 0.01)
     if steps:
         run(StartAttempt(1, "e"), start_after)
-        run(MarkPrepared(1, {"volume": 0.005, "images": 0.5}), 0.6)
+        prepare = {"volume": 0.005, "images": 0.5}
+        if older:
+            run(MarkPrepared(1, prepare), 0.6)
         for index in range(steps):
-            run(StartStep(1, index), 0.001)
+            first = index == 0 and not older
+            run(StartStep(1, index, prepare=prepare if first else None), 0.001 + (0.6 if first else 0))
             phases = {"create": 0.1, "start": 0.05, "run": run_seconds, "logs": 0.001, "teardown": 0.02}
             run(FinishStep(1, index, 0, phases=phases), 0.2 + run_seconds)
     return events
@@ -60,8 +68,10 @@ def fold_into(view: MetricsView | TimingView, *histories: list[Event]) -> None:
             view.apply(Recorded(seq=seq, event=event))
 
 
-def test_timing_splits_a_job_into_its_phases_and_overhead() -> None:
-    events = history(priority=3, steps=2, run_seconds=2.0)
+@pytest.mark.parametrize("older", [False, True], ids=["prepare-on-step-started", "prepared-event"])
+def test_timing_splits_a_job_into_its_phases_and_overhead(older: bool) -> None:
+    events = history(priority=3, steps=2, run_seconds=2.0, older=older)
+    assert ("prepared" in [e.type for e in events]) is older
     view = TimingView(retain_ended=True)
     fold_into(view, events)
 
