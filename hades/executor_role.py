@@ -106,7 +106,8 @@ async def _handoff(
 async def run_operator_role(
     settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
 ) -> None:
-    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder."""
+    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder; a pipeline's stage
+    gets its variables there as on the executor (HADES_API_URL, the shared token key)."""
     operator = operator_settings(settings)
     pods = pod_settings(settings)
     process = OperatorProcess(
@@ -116,7 +117,10 @@ async def run_operator_role(
     )
     limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
     kubeconfig, attempts = settings.k8s_kubeconfig, settings.max_attempts
-    await run_operator(nc, store, clock, operator, pods, process, kubeconfig, limits, tracing.tracer, attempts)
+    stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)  # as the executor's
+    await run_operator(
+        nc, store, clock, operator, pods, process, kubeconfig, limits, tracing.tracer, attempts, stage_env
+    )
 
 
 async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> DockerExecutor:

@@ -27,7 +27,7 @@ from hades.adapters.nats.log_store import NatsLogStore
 from hades.core.logs import LogBudget
 from hades.core.ports import Clock
 from hades.tasks import stop
-from hades.workers.attempt import AttemptRunner
+from hades.workers.attempt import AttemptRunner, StageEnv
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 
 log = logging.getLogger(__name__)
@@ -151,15 +151,24 @@ async def run_operator(
     log_limits: LogBudget | None = None,
     tracer: trace.Tracer | None = None,
     max_attempts: int = 3,
+    stage_env: StageEnv | None = None,
 ) -> None:
     """The operator role until cancelled: its attempts run as ``pods.executor_id``, their logs into HADES_LOGS; an
-    attempt lost to the engine (the API gone past its patience) is handed back up to ``max_attempts``."""
+    attempt lost to the engine (the API gone past its patience) is handed back up to ``max_attempts``. A pipeline's
+    stage gets ``stage_env``'s variables in its Pod's environment, as on every executor."""
     configuration = await load_configuration(kubeconfig)
     logs = NatsLogStore(nc)
 
     def runner(engine: OperatorPods) -> AttemptRunner:
         return AttemptRunner(
-            engine, logs.writer, pods.executor_id, store.watch, log_limits, tracer, max_attempts=max_attempts
+            engine,
+            logs.writer,
+            pods.executor_id,
+            store.watch,
+            log_limits,
+            tracer,
+            stage_env=stage_env,
+            max_attempts=max_attempts,
         )
 
     def controller(buildjobs: BuildJobs, engine: OperatorPods, attempts: AttemptRunner) -> Controller:
