@@ -259,6 +259,24 @@ def test_operator_mode_runs_the_operator_with_leader_election_and_its_role() -> 
     assert find(manifests, "PodDisruptionBudget", f"{FULLNAME}-operator")["spec"]["minAvailable"] == 1
 
 
+@pytest.mark.parametrize("mode", ["executor", "operator"])
+def test_the_roles_that_make_pods_tell_stages_the_api_service(mode: str) -> None:
+    """A pipeline's stage calls the API back at the HADES_API_URL of whoever made its Pod (the executor or the
+    operator): the API's Service by default; env or extraEnv set it instead, once."""
+    api = f"http://{FULLNAME}-api.{NAMESPACE}.svc:8080"
+    for values, expected in (
+        ({}, api),
+        ({"env": {"HADES_API_URL": "https://hades.example.org"}}, "https://hades.example.org"),
+        ({"extraEnv": [{"name": "HADES_API_URL", "value": "https://e.example.org"}]}, "https://e.example.org"),
+    ):
+        specs = pod_specs(render({"execution": {"mode": mode}, **values}))
+        (container,) = specs[f"Deployment/{FULLNAME}-{mode}"]["containers"]  # the executor's Pods, or the operator's
+        assert [item["name"] for item in container["env"]].count("HADES_API_URL") == 1, values
+        assert env(container)["HADES_API_URL"] == expected, values
+    (api_container,) = pod_specs(render({}))[f"Deployment/{FULLNAME}-api"]["containers"]
+    assert "HADES_API_URL" not in env(api_container)  # the API needs no address of its own
+
+
 def test_no_role_reaches_beyond_the_release_namespace() -> None:
     for value_set in VALUE_SETS.values():
         manifests = render(value_set)

@@ -116,6 +116,19 @@ are a cluster (capped at JetStream's 5), else unset (streams.yaml's own count). 
 {{- end }}
 {{- end }}
 
+{{/* HADES_API_URL for the roles that make jobs' Pods (the executor, the operator): what a pipeline's stage is given to
+call the API back, so the API's Service, unless env or extraEnv set it. */}}
+{{- define "hades.stageApiUrl" -}}
+{{- $named := hasKey .Values.env "HADES_API_URL" }}
+{{- range .Values.extraEnv }}
+{{- if eq .name "HADES_API_URL" }}{{ $named = true }}{{ end }}
+{{- end }}
+{{- if not $named }}
+- name: HADES_API_URL
+  value: {{ printf "http://%s-api.%s.svc:%v" (include "hades.fullname" .) .Release.Namespace .Values.hadesApi.service.port | quote }}
+{{- end }}
+{{- end }}
+
 {{/* Mounts of every Hades container: a writable /tmp, and the streams.yaml when one is given. */}}
 {{- define "hades.volumeMounts" -}}
 - name: tmp
