@@ -27,6 +27,7 @@ from typing import Any
 import aiodocker
 from aiodocker.containers import DockerContainer
 from aiodocker.exceptions import DockerError
+from aiodocker.volumes import DockerVolume
 
 from hades.adapters.docker import files
 from hades.adapters.docker.containers import (
@@ -136,7 +137,20 @@ class DockerExecutor:
         return False
 
     async def _prepare(self, job: JobState) -> dict[str, float]:
+        """The volume's creation and the images' check (or pull) at once: neither needs the other, and one after
+        the other they were two engine round trips on every job's path (~2 ms each here). Both are awaited
+        whatever either does, so nothing outlives the set-up; the volume's failure is reported before the images'.
+        """
         phases: dict[str, float] = {}
+        outcomes = await asyncio.gather(
+            self._create_volume(job, phases), self._images(job, phases), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return phases
+
+    async def _create_volume(self, job: JobState, phases: dict[str, float]) -> None:
         try:
             with lap(phases, "volume"):
                 await settled(
@@ -151,9 +165,10 @@ class DockerExecutor:
             if unreachable(error):
                 raise
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
+
+    async def _images(self, job: JobState, phases: dict[str, float]) -> None:
         with lap(phases, "images"):
             await ensure_images(self.docker, job, self._pull_policy)
-        return phases
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
         """Create, start and follow one step's container to its end, then remove it."""
@@ -210,8 +225,7 @@ class DockerExecutor:
             else:
                 await remove(container)
         try:
-            volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
-            await volume.delete()
+            await DockerVolume(self.docker, volume_name(job.job_id, job.attempt)).delete()  # by name: no inspect
         except DockerError as error:
             if error.status != 404:
                 log.warning("could not remove volume of job %s: %s", job.job_id, error.message)
@@ -243,7 +257,7 @@ class DockerExecutor:
         for volume in volumes:
             if stale(volume.get("Labels") or {}):
                 with contextlib.suppress(DockerError):
-                    await (await self.docker.volumes.get(volume["Name"])).delete()
+                    await DockerVolume(self.docker, volume["Name"]).delete()
                     removed += 1
         return removed
 
