@@ -171,7 +171,8 @@ class DockerExecutor:
             await ensure_images(self.docker, job, self._pull_policy)
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
-        """Create, start and follow one step's container to its end, then remove it."""
+        """Create, start and follow one step's container to its end; then remove it (off the job's path), unless it
+        is the job's last step, whose container the attempt's cleanup removes (``_remove_later``)."""
         config = container_config(job, index, self._defaults)
         phases: dict[str, float] = {}
         try:
@@ -201,7 +202,9 @@ class DockerExecutor:
             await asyncio.shield(kill(container))
             raise
         finally:
-            self._remove_later(container)
+            if index < len(job.spec.steps) - 1:
+                self._remove_later(container)
+            # else the job's last step: the attempt's cleanup, right after the job's end is appended, removes it
 
     def _remove_later(self, container: DockerContainer) -> None:
         """Remove a step's container without making the job wait for it.
@@ -209,6 +212,11 @@ class DockerExecutor:
         Removal took ~47 ms a step here, on the job's path until the result was reported (``docker run --rm``
         waits for it too). The next step or the job's end need not wait: containers are labelled, the attempt's
         cleanup removes any still there before the volume, and the sweep catches what a crash left.
+
+        The last step's container is left to that cleanup, which follows the job's end: removed at once, it took
+        the engine's CPU (vfs deletes a whole copy of the image) while the step's log was flushed and the job's
+        last events appended, and the hello job's ``succeeded`` reached the read model ~2 ms later (median of 15
+        jobs, twice: 6.1 and 5.3 ms from the step's end against 3.9 and 3.6 ms).
         """
         removal = asyncio.create_task(remove(container), name=f"remove-{container.id[:12]}")
         self._removals.add(removal)
