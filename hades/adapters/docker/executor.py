@@ -27,6 +27,7 @@ from typing import Any
 import aiodocker
 from aiodocker.containers import DockerContainer
 from aiodocker.exceptions import DockerError
+from aiodocker.volumes import DockerVolume
 
 from hades.adapters.docker import files
 from hades.adapters.docker.containers import (
@@ -136,7 +137,20 @@ class DockerExecutor:
         return False
 
     async def _prepare(self, job: JobState) -> dict[str, float]:
+        """The volume's creation and the images' check (or pull) at once: neither needs the other, and one after
+        the other they were two engine round trips on every job's path (~2 ms each here). Both are awaited
+        whatever either does, so nothing outlives the set-up; the volume's failure is reported before the images'.
+        """
         phases: dict[str, float] = {}
+        outcomes = await asyncio.gather(
+            self._create_volume(job, phases), self._images(job, phases), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return phases
+
+    async def _create_volume(self, job: JobState, phases: dict[str, float]) -> None:
         try:
             with lap(phases, "volume"):
                 await settled(
@@ -151,12 +165,14 @@ class DockerExecutor:
             if unreachable(error):
                 raise
             raise ExecutionError(f"failed to create the shared volume: {error.message}") from error
+
+    async def _images(self, job: JobState, phases: dict[str, float]) -> None:
         with lap(phases, "images"):
             await ensure_images(self.docker, job, self._pull_policy)
-        return phases
 
     async def run_step(self, job: JobState, index: int, logs: StepLogs) -> StepResult:
-        """Create, start and follow one step's container to its end, then remove it."""
+        """Create, start and follow one step's container to its end; then remove it (off the job's path), unless it
+        is the job's last step, whose container the attempt's cleanup removes (``_remove_later``)."""
         config = container_config(job, index, self._defaults)
         phases: dict[str, float] = {}
         try:
@@ -186,7 +202,9 @@ class DockerExecutor:
             await asyncio.shield(kill(container))
             raise
         finally:
-            self._remove_later(container)
+            if index < len(job.spec.steps) - 1:
+                self._remove_later(container)
+            # else the job's last step: the attempt's cleanup, right after the job's end is appended, removes it
 
     def _remove_later(self, container: DockerContainer) -> None:
         """Remove a step's container without making the job wait for it.
@@ -194,6 +212,11 @@ class DockerExecutor:
         Removal took ~47 ms a step here, on the job's path until the result was reported (``docker run --rm``
         waits for it too). The next step or the job's end need not wait: containers are labelled, the attempt's
         cleanup removes any still there before the volume, and the sweep catches what a crash left.
+
+        The last step's container is left to that cleanup, which follows the job's end: removed at once, it took
+        the engine's CPU (vfs deletes a whole copy of the image) while the step's log was flushed and the job's
+        last events appended, and the hello job's ``succeeded`` reached the read model ~2 ms later (median of 15
+        jobs, twice: 6.1 and 5.3 ms from the step's end against 3.9 and 3.6 ms).
         """
         removal = asyncio.create_task(remove(container), name=f"remove-{container.id[:12]}")
         self._removals.add(removal)
@@ -210,8 +233,7 @@ class DockerExecutor:
             else:
                 await remove(container)
         try:
-            volume = await self.docker.volumes.get(volume_name(job.job_id, job.attempt))
-            await volume.delete()
+            await DockerVolume(self.docker, volume_name(job.job_id, job.attempt)).delete()  # by name: no inspect
         except DockerError as error:
             if error.status != 404:
                 log.warning("could not remove volume of job %s: %s", job.job_id, error.message)
@@ -243,7 +265,7 @@ class DockerExecutor:
         for volume in volumes:
             if stale(volume.get("Labels") or {}):
                 with contextlib.suppress(DockerError):
-                    await (await self.docker.volumes.get(volume["Name"])).delete()
+                    await DockerVolume(self.docker, volume["Name"]).delete()
                     removed += 1
         return removed
 
