@@ -291,6 +291,8 @@ def _watchdog(
         interval=settings.watchdog_seconds,
         unschedulable_timeout=settings.unschedulable_timeout,
         pool_idle=settings.pool_idle_seconds,
+        # pools are looked over every 10 s, or as often as the watchdog for a short idle time
+        pools_every=min(10.0, max(settings.watchdog_seconds, settings.pool_idle_seconds / 4 or 10.0)),
     )
     return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines, pools)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
@@ -26,9 +27,11 @@ from hades.core.constraints import Constraint, Placement
 from hades.core.lifecycle import FailJob, SubmitJob, decide
 from hades.core.spec import JobSpec, Priority, Step
 from hades.projections.jobs import JobsView
+from hades.runtime import Roles
 from hades.workers.jobs import JobHandle
 from hades.workers.scheduler import queue_job
 from hades.workers.watchdog import Watchdog, WatchdogPolicy
+from tests.conftest import SpawnRole, StartHades, eventually
 from tests.workers.test_conclusion import LaterClock
 from tests.workers.test_never_queued import view_of
 
@@ -223,3 +226,35 @@ async def test_a_pool_used_again_after_removal_works_from_its_floor(nc: Client, 
 def test_the_setting_defaults_to_an_hour_and_zero_turns_removal_off() -> None:
     assert Settings().pool_idle_seconds == 3600
     assert Settings(HADES_POOL_IDLE_SECONDS="0").pool_idle_seconds == 0
+
+
+async def test_a_real_executor_lets_go_of_a_removed_pool_and_takes_its_jobs_again(
+    start_hades: StartHades, spawn_role: SpawnRole, nc: Client, tmp_path: Path
+) -> None:
+    """End to end: the scheduler removes the pool once its job ended, and the same pool's next job still runs."""
+    run = uuid.uuid4().hex[:6]
+    api = await start_hades(Roles(api=True, scheduler=True), HADES_WATCHDOG_SECONDS="0.2", HADES_POOL_IDLE_SECONDS="1")
+    spawn_role(
+        "executor",
+        HADES_EXECUTOR="process",
+        HADES_PROCESS_WORKSPACES=str(tmp_path / "ws"),
+        HADES_EXECUTOR_LABELS=f"pool=e{run}",
+    )
+    job = {
+        "name": "pooled",
+        "constraints": [{"attribute": "pool", "value": f"e{run}"}],
+        "steps": [{"id": 1, "image": "ignored", "script": "true"}],
+    }
+    first = await api.wait_terminal(await api.submit(job), timeout=30)
+    assert first["status"] == "Succeeded"
+    placement = JobSpec(name="x", constraints=(Constraint(attribute="pool", value=f"e{run}"),)).placement
+    assert placement is not None
+    pools = Pools(nc)
+
+    async def gone() -> bool:
+        return (await pools.entry(placement.key)).removed and await queues_left(nc, placement.key) == []
+
+    await eventually(gone, timeout=30)
+    second = await api.wait_terminal(await api.submit(job), timeout=30)
+    assert second["status"] == "Succeeded"
+    assert (await pools.entry(placement.key)).live
