@@ -149,11 +149,10 @@ async def _serve(
         if roles.scheduler:
             projections.observe(TimingLog(views.timing, live_from).on_event)  # one role logs it, live only
             coordinator = PipelineCoordinator(store, clock)
-            watchdog = _watchdog(settings, nc, store, clock, views.jobs, coordinator)
+            pools = Pools(nc)  # one registry: a pool the watchdog removes leaves this process's cache at once
+            watchdog = _watchdog(settings, nc, store, clock, views.jobs, coordinator, pools)
             tasks.append(asyncio.create_task(watchdog.run(), name="watchdog"))
-            consumers.append(
-                ("scheduler", scheduler_consumer(nc, store, clock, tracing.tracer, Pools(nc), coordinator))
-            )
+            consumers.append(("scheduler", scheduler_consumer(nc, store, clock, tracing.tracer, pools, coordinator)))
             consumers.append(("pipelines", pipelines_consumer(nc, coordinator)))
         if roles.notifier:
             consumers.append(("notifier", _notifier(settings, nc, store, clock, stack)))
@@ -284,14 +283,18 @@ def _watchdog(
     clock: SystemClock,
     view: JobsView,
     pipelines: PipelineCoordinator,
+    pools: Pools,
 ) -> Watchdog:
     policy = WatchdogPolicy(
         max_attempts=settings.max_attempts,
         aging_seconds=settings.priority_aging_seconds,
         interval=settings.watchdog_seconds,
         unschedulable_timeout=settings.unschedulable_timeout,
+        pool_idle=settings.pool_idle_seconds,
+        # pools are looked over every 10 s, or as often as the watchdog for a short idle time
+        pools_every=min(10.0, max(settings.watchdog_seconds, settings.pool_idle_seconds / 4 or 10.0)),
     )
-    return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines, Pools(nc))
+    return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines, pools)
 
 
 def _dashboard(

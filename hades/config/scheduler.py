@@ -37,3 +37,13 @@ class SchedulerSettings(BaseModel):
         validation_alias="UNSCHEDULABLE_TIMEOUT",
         description="seconds a job no live executor can take waits before it fails; default: forever",
     )
+    pool_idle_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        validation_alias="HADES_POOL_IDLE_SECONDS",
+        description=(
+            "seconds an executor pool (docs/pools.md) stays after it fell idle (no unfinished job placed in it,"
+            " nothing pending in its queues) before the scheduler removes its HADES_POOLS entry and its three"
+            " consumers; the next job placed in it registers it again. 0: pools are never removed"
+        ),
+    )

@@ -292,7 +292,8 @@ class ExecutorWorker:
             places(placement) if places is not None else satisfies(placement, self._options.labels)
         )
         if matches and placement is not None and pool not in self._pool_pullers:
-            await pools.ensure_queues(pool)
+            if not await pools.ensure_queues(pool):
+                return  # removed since this entry was written: its removal is the next change followed
             pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
             for puller in pullers.values():
                 await puller.start()

@@ -20,6 +20,8 @@
   unschedulable with a reason ("no executor with os=windows is alive"), an event, so every API replica shows the
   same; the mark is cleared when such an executor appears, and with ``UNSCHEDULABLE_TIMEOUT`` set the job fails
   once it has been unschedulable that long. Busy matching executors do not make a job unschedulable: it waits.
+- Every ``pools_every`` seconds, a pool idle for ``pool_idle`` seconds is removed, and the pool of every queued
+  job is registered again if it was removed meanwhile (``hades.workers.idle_pools``).
 
 Any number of schedulers may run this: the per-job concurrency check lets exactly one of them act on a job.
 """
@@ -54,6 +56,7 @@ from hades.core.ports import Clock, EventStore
 from hades.core.spec import Priority
 from hades.projections.jobs import JobsView
 from hades.tracing import continuing
+from hades.workers.idle_pools import PoolKeeper
 from hades.workers.jobs import JobHandle
 from hades.workers.pipelines import PipelineCoordinator
 from hades.workers.scheduler import queue_job
@@ -75,6 +78,8 @@ class WatchdogPolicy:
     unschedulable_timeout: float | None = None
     queue_after: float = 10.0
     queue_per_round: int = 50
+    pool_idle: float = 3600.0
+    pools_every: float = 10.0
 
 
 class Watchdog:
@@ -97,6 +102,8 @@ class Watchdog:
         self._jobs = jobs
         self._heartbeats = heartbeats
         self._policy = policy
+        self._keeper = PoolKeeper(pools, clock, policy.pool_idle) if pools is not None else None
+        self._pools_at: datetime | None = None
 
     async def run(self) -> None:
         """Until cancelled."""
@@ -127,7 +134,21 @@ class Watchdog:
             )
             if command is not None and await self._apply(job.job_id, command):
                 acted += 1
+        await self._sweep_pools()
         return acted
+
+    async def _sweep_pools(self) -> None:
+        """Remove idle pools and register the pool of any queued job, every ``pools_every`` seconds."""
+        now = self._clock.now()
+        if self._keeper is None or (
+            self._pools_at is not None and (now - self._pools_at).total_seconds() < self._policy.pools_every
+        ):
+            return
+        self._pools_at = now
+        try:
+            await self._keeper.sweep(self._jobs.unfinished())
+        except Exception:
+            log.exception("looking over the executor pools failed; trying again next round")
 
     def _command_for(self, job: JobState, alive: set[str]) -> Command | None:
         now = self._clock.now()
