@@ -65,11 +65,17 @@ async def queued(store: NatsEventStore, pools: Pools, spec: JobSpec) -> str:
 
 
 async def take(nc: Client, pool: str, priority: Priority = Priority.HIGH) -> list[Msg]:
-    """What the pool's queue of ``priority`` delivers now, as an executor's no-wait pull gets it."""
+    """What the pool's queue of ``priority`` delivers, as an executor's no-wait pulls get it: asked again until it
+    gives something (a consumer hears of an append a moment after its ack, so a no-wait pull right after it can
+    find nothing yet), for at most 5 s."""
     puller = NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(priority, pool))
     await puller.start()
     try:
-        return await puller.pull_many(10, timeout=2)
+
+        async def some() -> list[Msg]:
+            return await puller.pull_many(10, timeout=2)
+
+        return await eventually(some, timeout=5)
     finally:
         await puller.stop()
 
