@@ -25,6 +25,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.client import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
 from prometheus_client import Histogram
 
@@ -46,6 +47,8 @@ _ALREADY_THERE = (10071, 10201)
 #: is lost takes a few seconds; a client's reconnect waits 2 s between attempts.
 _OUTAGE_PATIENCE = 20.0
 _OUTAGE_RETRY = 0.5
+#: Seconds between the warnings of a follower still waiting for JetStream.
+_FOLLOW_NOTICE = 10.0
 _MSG_ID = "Nats-Msg-Id"
 #: Room kept for the headers of an append within the server's maximum message size.
 _HEADER_ALLOWANCE = 1024
@@ -313,9 +316,7 @@ class NatsEventStore:
             buffer.append(msg)
             arrived.set()
 
-        sub = await self._js.subscribe(
-            "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config, cb=collect
-        )
+        sub = await self._subscribe_patiently(config, collect)
         take = buffer.popleft
         try:
             while True:
@@ -329,6 +330,25 @@ class NatsEventStore:
         finally:
             with contextlib.suppress(NatsError):
                 await sub.unsubscribe()
+
+    async def _subscribe_patiently(
+        self, config: ConsumerConfig, collect: Callable[[Msg], Awaitable[None]]
+    ) -> JetStreamContext.PushSubscription:
+        """The replay's ordered consumer, asked for again for as long as JetStream cannot make it yet (a cluster
+        still electing its leaders answers 503 "temporarily unavailable" to a consumer create, even after it
+        answered other requests): a projection waits that out rather than ending its process."""
+        since, told = time.monotonic(), None
+        while True:
+            try:
+                return await self._js.subscribe(
+                    "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config, cb=collect
+                )
+            except UNAVAILABLE as error:
+                now = time.monotonic()
+                if told is None or now - told >= _FOLLOW_NOTICE:
+                    log.warning("the event log cannot be followed yet (%r, %.0f s); asking again", error, now - since)
+                    told = now
+                await asyncio.sleep(_OUTAGE_RETRY)
 
     async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.
