@@ -163,6 +163,7 @@ def celery_run(
     seconds = timings["seconds"]
     return {
         "redis": "appendonly everysec" if durable else "no persistence",
+        "durable": durable,
         "task": "no-op" if task == "noop" else "sh -c true",
         "tasks": tasks,
         "concurrency": concurrency,

@@ -68,6 +68,9 @@ async def stored_lines(nats_url: str, job_id: str) -> tuple[int, int]:
     return lines, batches
 
 
+ENDED_AS = {"succeeded": "Succeeded", "failed": "Failed", "stopped": "Stopped"}
+
+
 async def read_view(api: str, job_id: str) -> tuple[int, float, int]:
     """(lines, seconds, bytes) of GET /jobs/{id}/logs."""
     timeout = aiohttp.ClientTimeout(total=600)
@@ -111,7 +114,8 @@ async def hades_run(args: argparse.Namespace, executor: str, workdir: Path) -> d
     finally:
         server.stop()
     return {
-        "status": detail["status"],
+        # the terminal event itself says how the job ended: the API's read model may not have folded it yet
+        "status": ENDED_AS[watch.kinds[job_id]],
         "reason": detail.get("reason"),
         "steps": detail.get("steps"),
         "seconds": round(seconds, 3),
