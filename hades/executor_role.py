@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from dataclasses import dataclass
 
 from nats.aio.client import Client
 
@@ -13,6 +14,7 @@ from hades.adapters.docker.containers import DockerDefaults
 from hades.adapters.docker.executor import DockerExecutor
 from hades.adapters.k8s.executor import K8sExecutor
 from hades.adapters.k8s.operator.controller import OperatorSettings
+from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.service import OperatorProcess, handoff_worker, run_operator
 from hades.adapters.k8s.placement import accepts as k8s_places
 from hades.adapters.k8s.pods import PodSettings
@@ -33,7 +35,7 @@ from hades.core.ports import Executor
 from hades.metrics import ProcessMetrics
 from hades.tracing import Tracing
 from hades.workers.artifacts import Artifacts
-from hades.workers.attempt import AttemptRunner
+from hades.workers.attempt import AttemptRunner, JobWatcher, StageEnv, WriterFactory
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.labels import executor_labels
 
@@ -48,79 +50,111 @@ async def executor_worker(
     metrics: ProcessMetrics,
 ) -> ExecutorWorker:
     engine: Executor
-    if settings.executor == "k8s-operator":
-        return await _handoff(settings, nc, store, clock, stack)
-    if settings.executor == "process":
-        engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
-    elif settings.executor == "k8s":
-        engine = await _kubernetes(settings, stack, await deployment_id(nc))
-    else:
-        engine = await _docker(settings, stack, await deployment_id(nc))
-    logs = NatsLogStore(nc)
-    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
     labels = executor_labels(settings.executor_labels)
-    artifacts = Artifacts(
-        ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
-    )
-    stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)
-    interruptions = JobInterruptions(nc)  # two subscriptions for every job this executor runs
-    stack.push_async_callback(interruptions.stop)
-    runner = AttemptRunner(
-        engine,
-        logs.writer,
-        settings.executor_id,
-        interruptions.watch,
-        limits,
-        tracing.tracer,
-        metrics,
-        labels,
-        artifacts,
-        stage_env,
-        settings.max_attempts,
-    )
     options = ExecutorOptions(
         executor_id=settings.executor_id,
         concurrency=settings.concurrency,
         shutdown_grace=settings.shutdown_grace_seconds,
         sweep_interval=settings.sweep_seconds,
         labels=labels,
-        places=k8s_places if settings.executor == "k8s" else None,
+        # on Kubernetes (its own Pods, or the operator's) the cluster places a job: node affinity and requests
+        places=k8s_places if settings.executor in ("k8s", "k8s-operator") else None,
     )
+    if settings.executor == "k8s-operator":
+        return await _handoff(settings, nc, store, clock, stack, options, metrics)
+    if settings.executor == "process":
+        engine = ProcessExecutor(settings.process_root, settings.executor_id, settings.docker_script_executor)
+    elif settings.executor == "k8s":
+        engine = await _kubernetes(settings, stack, await deployment_id(nc))
+    else:
+        engine = await _docker(settings, stack, await deployment_id(nc))
+    artifacts = Artifacts(
+        ArtifactStore(nc), store, settings.callback_policy, settings.artifact_max_bytes, settings.artifact_fetch_timeout
+    )
+    interruptions = JobInterruptions(nc)  # two subscriptions for every job this executor runs
+    stack.push_async_callback(interruptions.stop)
+    parts = RunnerParts.of(settings, nc, tracing, metrics, labels)
+    runner = parts.runner(engine, interruptions.watch, artifacts)
     cap = SlotLeases(nc, settings.max_parallelism) if settings.max_parallelism else None
     return ExecutorWorker(
         nc, store, runner, engine, clock, options, Heartbeats(nc), cap, metrics, Pools(nc), interruptions.ring
     )
 
 
+@dataclass(frozen=True)
+class RunnerParts:
+    """What every attempt runner of this process shares, whichever role runs it (the executor over its engine,
+    the operator over its leader's Pods): its logs and their budget, the executor id and labels it records in
+    ``started``, MAX_ATTEMPTS, the tracer, the metrics, and a pipeline stage's environment."""
+
+    settings: Settings
+    writers: WriterFactory
+    tracing: Tracing
+    metrics: ProcessMetrics
+    labels: dict[str, str]
+    stage_env: StageEnv
+
+    @classmethod
+    def of(
+        cls, settings: Settings, nc: Client, tracing: Tracing, metrics: ProcessMetrics, labels: dict[str, str]
+    ) -> RunnerParts:
+        """The parts from the settings (HADES_API_URL and the shared token key for stages, as on every executor)."""
+        stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)
+        return cls(settings, NatsLogStore(nc).writer, tracing, metrics, labels, stage_env)
+
+    def runner(self, engine: Executor, watch: JobWatcher, artifacts: Artifacts | None = None) -> AttemptRunner:
+        """An attempt runner over ``engine``, following each job's events with ``watch``."""
+        settings = self.settings
+        return AttemptRunner(
+            engine,
+            self.writers,
+            settings.executor_id,
+            watch,
+            LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes),
+            self.tracing.tracer,
+            self.metrics,
+            self.labels,
+            artifacts,
+            self.stage_env,
+            settings.max_attempts,
+        )
+
+
 async def _handoff(
-    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, stack: contextlib.AsyncExitStack
+    settings: Settings,
+    nc: Client,
+    store: NatsEventStore,
+    clock: SystemClock,
+    stack: contextlib.AsyncExitStack,
+    options: ExecutorOptions,
+    metrics: ProcessMetrics,
 ) -> ExecutorWorker:
     """HADES_EXECUTOR=k8s-operator: queued attempts become BuildJobs in K8S_NAMESPACE for ``hades operator``."""
-    options = ExecutorOptions(settings.executor_id, settings.concurrency, settings.shutdown_grace_seconds)
-    namespace, retries = settings.k8s_namespace, settings.max_attempts - 1
-    worker, api = await handoff_worker(nc, store, clock, options, namespace, settings.k8s_kubeconfig, retries)
+    namespace, retries, kubeconfig = settings.k8s_namespace, settings.max_attempts - 1, settings.k8s_kubeconfig
+    worker, api = await handoff_worker(nc, store, clock, options, namespace, kubeconfig, retries, metrics)
     stack.push_async_callback(api.close)
     return worker
 
 
 async def run_operator_role(
-    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing
+    settings: Settings, nc: Client, store: NatsEventStore, clock: SystemClock, tracing: Tracing, metrics: ProcessMetrics
 ) -> None:
-    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder; a pipeline's stage
-    gets its variables there as on the executor (HADES_API_URL, the shared token key)."""
-    operator = operator_settings(settings)
-    pods = pod_settings(settings)
+    """``hades operator``: BuildJobs reconciled into Pods in K8S_NAMESPACE by the Lease's holder, each attempt in
+    the executor role's runner (its labels, metrics, log budget and stage environment), its slots on /metrics."""
+    labels = executor_labels(settings.executor_labels)
     process = OperatorProcess(
         identity=settings.pod_name or settings.executor_id,
         leader_elect=settings.leader_elect,
         health_address=settings.health_probe_bind_address,
+        labels=labels,
     )
-    limits = LogBudget(settings.log_max_bytes_per_job, settings.log_max_line_bytes)
-    kubeconfig, attempts = settings.k8s_kubeconfig, settings.max_attempts
-    stage_env = StageEnvironment(nc, settings.client_api_url, settings.pipeline_token_key)  # as the executor's
-    await run_operator(
-        nc, store, clock, operator, pods, process, kubeconfig, limits, tracing.tracer, attempts, stage_env
-    )
+    parts = RunnerParts.of(settings, nc, tracing, metrics, labels)
+
+    def runner(pods: OperatorPods) -> AttemptRunner:
+        return parts.runner(pods, store.watch)
+
+    operator, pods, kubeconfig = operator_settings(settings), pod_settings(settings), settings.k8s_kubeconfig
+    await run_operator(nc, store, clock, operator, pods, process, runner, kubeconfig, metrics)
 
 
 async def _docker(settings: Settings, stack: contextlib.AsyncExitStack, deployment: str) -> DockerExecutor:

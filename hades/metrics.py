@@ -47,15 +47,17 @@ class ProcessMetrics:
         )
         self._slots = Gauge(
             "hades_executor_slots",
-            "This executor process's job slots (CONCURRENCY), busy or free.",
+            "This executor process's job slots (CONCURRENCY; an operator's MAX_PARALLELISM while it leads), busy "
+            "or free.",
             ["state"],
             registry=self.registry,
         )
 
-    def executor_slots(self, total: int, busy: Callable[[], int]) -> None:
-        """Report ``total`` slots, ``busy()`` of them taken, read at scrape time."""
+    def executor_slots(self, total: Callable[[], int], busy: Callable[[], int]) -> None:
+        """Report ``total()`` slots, ``busy()`` of them taken, both read at scrape time (an operator replica has
+        slots only while it leads)."""
         self._slots.labels("busy").set_function(busy)
-        self._slots.labels("free").set_function(lambda: total - busy())
+        self._slots.labels("free").set_function(lambda: total() - busy())
 
 
 class MetricsServer:

@@ -164,7 +164,7 @@ async def _serve(
             worker = await executor_worker(settings, nc, store, clock, stack, tracing, metrics)
             executing = asyncio.create_task(worker.run(), name="executor")
             tasks.append(executing)
-        operating = run_operator_role(settings, nc, store, clock, tracing) if roles.operator else None
+        operating = run_operator_role(settings, nc, store, clock, tracing, metrics) if roles.operator else None
         tasks += [asyncio.create_task(operating, name="operator")] if operating is not None else []
         if roles.api:
             key = await token_key(nc, settings.pipeline_token_key)  # checks the tokens of POST /jobs/{id}/stages

@@ -18,7 +18,7 @@ from tests.http.test_prometheus import samples
 def test_each_process_has_its_own_registry_and_slots_are_read_at_scrape_time() -> None:
     first, second = ProcessMetrics(), ProcessMetrics()  # the default registry would refuse the second
     running: list[str] = []
-    first.executor_slots(3, lambda: len(running))
+    first.executor_slots(lambda: 3, lambda: len(running))
     first.append_seconds.labels("submitted").observe(0.002)
 
     running.append("job")

@@ -113,7 +113,7 @@ class ExecutorWorker:
         self._started_at = clock.now()
         self._keep_every = 10.0
         if metrics is not None:
-            metrics.executor_slots(options.concurrency, lambda: len(self._running))
+            metrics.executor_slots(lambda: options.concurrency, lambda: len(self._running))
 
     async def run(self) -> None:
         """Take work until cancelled (or drained); running attempts are then handed back to the queue."""

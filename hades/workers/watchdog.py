@@ -224,7 +224,10 @@ class Watchdog:
 
 def _taker(info: dict[str, Any]) -> Callable[[Placement], bool]:
     """Which placements an executor takes, from its heartbeat: those its labels satisfy (none advertised by an
-    executor older than pools), or, for a cluster executor (Kubernetes), those its engine can express."""
+    executor older than pools), or, for a cluster executor (Kubernetes), those its engine can express. An operator
+    takes none, whatever its labels: it runs what the hand-off executors took from the queues."""
+    if "operator" in info:
+        return lambda _placement: False
     if info.get("places") == "cluster":
         return k8s_places
     raw = info.get("labels")

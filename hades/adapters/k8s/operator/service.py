@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 from nats.aio.client import Client
-from opentelemetry import trace
 
 from hades.adapters.k8s.executor import load_configuration
+from hades.adapters.k8s.operator.admission import effective_limit
 from hades.adapters.k8s.operator.controller import Controller, OperatorSettings
 from hades.adapters.k8s.operator.handoff import BuildJobHandoff, NoPods
 from hades.adapters.k8s.operator.lease import LeaderElector, LeaseTerms
@@ -24,10 +24,11 @@ from hades.adapters.k8s.pods import PodSettings
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
-from hades.core.logs import LogBudget
+from hades.adapters.nats.pools import Pools
 from hades.core.ports import Clock
+from hades.metrics import ProcessMetrics
 from hades.tasks import stop
-from hades.workers.attempt import AttemptRunner, StageEnv
+from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class OperatorProcess:
     leader_elect: bool = True
     health_address: str = ":8081"
     terms: LeaseTerms = field(default_factory=LeaseTerms)
+    labels: dict[str, str] = field(default_factory=dict)  # the executor's, advertised in its heartbeat
 
 
 def parse_bind_address(address: str) -> tuple[str, int]:
@@ -75,7 +77,8 @@ async def health_server(address: str, ready: Callable[[], bool]) -> AsyncIterato
 
 
 class Operator:
-    """One replica: campaigns for the Lease and, while it leads, runs a fresh controller."""
+    """One replica: campaigns for the Lease and, while it leads, runs a fresh controller (whose attempts are its
+    ``hades_executor_slots``: MAX_PARALLELISM of them while it leads, none while it waits)."""
 
     def __init__(
         self,
@@ -86,6 +89,7 @@ class Operator:
         make_runner: Callable[[OperatorPods], AttemptRunner],
         make_controller: Callable[[BuildJobs, OperatorPods, AttemptRunner], Controller],
         heartbeats: Heartbeats | None = None,
+        metrics: ProcessMetrics | None = None,
     ) -> None:
         self._configuration = configuration
         self._settings = settings
@@ -96,6 +100,13 @@ class Operator:
         self._heartbeats = heartbeats
         self.controller: Controller | None = None
         self.elector: LeaderElector | None = None
+        if metrics is not None:
+            limit = effective_limit(settings.max_parallelism)
+            metrics.executor_slots(lambda: limit if self.controller is not None else 0, self._running)
+
+    def _running(self) -> int:
+        """Attempts this replica runs now (none unless it leads)."""
+        return self.controller.running if self.controller is not None else 0
 
     async def run(self) -> None:
         """Until cancelled."""
@@ -134,7 +145,8 @@ class Operator:
         interval = await heartbeats.ttl() / 3
         while True:
             try:
-                await heartbeats.beat(me, {"executor_id": me, "operator": self._process.identity})
+                beat = {"executor_id": me, "operator": self._process.identity, "labels": self._process.labels}
+                await heartbeats.beat(me, beat)
             except Exception:
                 log.exception("operator heartbeat failed")
             await asyncio.sleep(interval)
@@ -147,34 +159,18 @@ async def run_operator(
     settings: OperatorSettings,
     pods: PodSettings,
     process: OperatorProcess,
+    make_runner: Callable[[OperatorPods], AttemptRunner],
     kubeconfig: str | None = None,
-    log_limits: LogBudget | None = None,
-    tracer: trace.Tracer | None = None,
-    max_attempts: int = 3,
-    stage_env: StageEnv | None = None,
+    metrics: ProcessMetrics | None = None,
 ) -> None:
-    """The operator role until cancelled: its attempts run as ``pods.executor_id``, their logs into HADES_LOGS; an
-    attempt lost to the engine (the API gone past its patience) is handed back up to ``max_attempts``. A pipeline's
-    stage gets ``stage_env``'s variables in its Pod's environment, as on every executor."""
+    """The operator role until cancelled: its attempts run as ``pods.executor_id`` in ``make_runner``'s runner
+    (the executor role's, over the leader's Pods), its slots in ``metrics``."""
     configuration = await load_configuration(kubeconfig)
-    logs = NatsLogStore(nc)
-
-    def runner(engine: OperatorPods) -> AttemptRunner:
-        return AttemptRunner(
-            engine,
-            logs.writer,
-            pods.executor_id,
-            store.watch,
-            log_limits,
-            tracer,
-            stage_env=stage_env,
-            max_attempts=max_attempts,
-        )
 
     def controller(buildjobs: BuildJobs, engine: OperatorPods, attempts: AttemptRunner) -> Controller:
         return Controller(nc, store, clock, buildjobs, engine, attempts, settings)
 
-    operator = Operator(configuration, settings, pods, process, runner, controller, Heartbeats(nc))
+    operator = Operator(configuration, settings, pods, process, make_runner, controller, Heartbeats(nc), metrics)
     await operator.run()
 
 
@@ -186,11 +182,16 @@ async def handoff_worker(
     namespace: str,
     kubeconfig: str | None = None,
     max_retries: int = 0,
+    metrics: ProcessMetrics | None = None,
 ) -> tuple[ExecutorWorker, ApiClient]:
     """The executor role for ``HADES_EXECUTOR=k8s-operator``: queued attempts become BuildJobs in ``namespace``
-    (the caller closes the returned API client)."""
+    (the caller closes the returned API client). It follows the pools as every executor does, taking those
+    ``options.places`` accepts: with ``accepts`` of ``hades.adapters.k8s.placement``, every job whose placement
+    Kubernetes can express, whose Pod then carries it, as with ``HADES_EXECUTOR=k8s``."""
     api = ApiClient(await load_configuration(kubeconfig))
     buildjobs = BuildJobs(api, namespace, namespace)
     handoff = BuildJobHandoff(buildjobs, NatsLogStore(nc).writer, options.executor_id, store.watch, max_retries)
-    worker = ExecutorWorker(nc, store, handoff, NoPods(), clock, options, Heartbeats(nc))
+    worker = ExecutorWorker(
+        nc, store, handoff, NoPods(), clock, options, Heartbeats(nc), metrics=metrics, pools=Pools(nc)
+    )
     return worker, api

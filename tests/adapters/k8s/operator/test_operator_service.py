@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio.client import Configuration
+from prometheus_client import generate_latest
 
 from hades.adapters.k8s.operator.controller import OperatorSettings
 from hades.adapters.k8s.operator.pods import OperatorPods
@@ -13,6 +14,8 @@ from hades.adapters.k8s.operator.service import Operator, OperatorProcess
 from hades.adapters.k8s.pods import PodSettings
 from hades.config import Settings
 from hades.executor_role import operator_settings
+from hades.metrics import ProcessMetrics
+from tests.http.test_prometheus import samples
 from tests.support.k8s_api import KubeApi
 
 NAMESPACE = "ops"
@@ -58,3 +61,37 @@ async def test_the_leaders_pods_wait_out_the_pull_grace_it_is_configured_with() 
         await operator.run()
 
     assert [pods.pull_grace for pods in made] == [7.5]
+
+
+async def test_a_replica_has_max_parallelism_slots_while_it_leads_and_none_while_it_waits() -> None:
+    """Two standby replicas must not add 2 × MAX_PARALLELISM free slots to a dashboard's sum."""
+    metrics = ProcessMetrics()
+    seen: list[tuple[float, float]] = []
+
+    def slots() -> tuple[float, float]:
+        values = samples(generate_latest(metrics.registry).decode())
+        return values[("hades_executor_slots", (("state", "busy"),))], values[
+            ("hades_executor_slots", (("state", "free"),))
+        ]
+
+    class Leading:
+        running = 2  # attempts its books hold
+
+        async def run(self) -> None:
+            seen.append(slots())
+
+    async with KubeApi() as kube:
+        operator = Operator(
+            Configuration(host=kube.url),
+            OperatorSettings(namespace=NAMESPACE, max_parallelism=5),
+            PodSettings(namespace=NAMESPACE),
+            OperatorProcess(identity="op-0", leader_elect=False, health_address="127.0.0.1:0"),
+            lambda _pods: None,  # type: ignore[arg-type,return-value]
+            lambda *_: Leading(),  # type: ignore[arg-type,return-value]
+            metrics=metrics,
+        )
+        assert slots() == (0, 0)
+        await operator.run()
+
+    assert seen == [(2, 3)]
+    assert slots() == (0, 0)
