@@ -40,7 +40,7 @@ from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 from pydantic import ValidationError
 
 from hades.adapters.nats.subjects import token
-from hades.adapters.nats.topology import EVENTS_STREAM
+from hades.adapters.nats.topology import EVENTS_STREAM, stream_consumers
 from hades.core.constraints import Placement
 from hades.core.spec import Priority
 
@@ -58,8 +58,6 @@ _KV_PREFIX = f"$KV.{BUCKET}."
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 #: Seconds a scheduler trusts that a pool it registered is still there before it looks again (one KV read).
 RECHECK_SECONDS = 10.0
-#: Consumers a JetStream list request answers at most.
-_LIST_PAGE = 256
 
 
 def queue_consumer(priority: Priority, pool: str | None = None) -> str:
@@ -175,19 +173,13 @@ class Pools:
 
     async def queues(self) -> dict[str, dict[Priority, ConsumerInfo]]:
         """Every pool's consumers that exist, with their state, from one listing of the stream's consumers."""
-        js = self._nc.jetstream()
         prefixes = {f"{queue_consumer(priority)}-": priority for priority in PRIORITY_ORDER}
         found: dict[str, dict[Priority, ConsumerInfo]] = {}
-        offset = 0
-        while True:
-            page = await js.consumers_info(self._stream, offset=offset or None)
-            for info in page:
-                for prefix, priority in prefixes.items():
-                    if info.name.startswith(prefix):
-                        found.setdefault(info.name.removeprefix(prefix), {})[priority] = info
-            offset += len(page)
-            if len(page) < _LIST_PAGE:
-                return found
+        for info in await stream_consumers(self._nc.jetstream(), self._stream):
+            for prefix, priority in prefixes.items():
+                if info.name.startswith(prefix):
+                    found.setdefault(info.name.removeprefix(prefix), {})[priority] = info
+        return found
 
     async def last_seq(self) -> int:
         """The event stream's newest sequence."""
