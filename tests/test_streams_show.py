@@ -4,6 +4,7 @@ apply`` puts it right; no NATS exits 3."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,9 +12,12 @@ import sys
 from pathlib import Path
 
 from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
 
+from hades.adapters.nats.connection import connect
+from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer, queue_subjects
 from hades.adapters.nats.server import EmbeddedNats
-from hades.adapters.nats.topology import LOGS_STREAM
+from hades.adapters.nats.topology import EVENTS_STREAM, LOGS_STREAM
 from tests.conftest import free_port
 
 
@@ -80,6 +84,36 @@ async def test_a_missing_stream_is_named(js: JetStreamContext, fresh_nats: Embed
 
     assert shown.returncode == 1
     assert "stream HADES_LOGS is missing" in shown.stdout and "hades streams apply" in shown.stdout
+
+
+async def test_every_consumer_is_shown_past_the_first_page(
+    js: JetStreamContext, fresh_nats: EmbeddedNats, tmp_path: Path
+) -> None:
+    """The server lists 256 consumers per request; 100 executor pools make 300 consumers besides the declared ones."""
+    pools = [f"{number:012x}" for number in range(100)]
+    queues = [
+        (queue_consumer(priority, pool), queue_subjects(priority, pool))
+        for pool in pools
+        for priority in PRIORITY_ORDER
+    ]
+    made = {name for name, _ in queues}
+    await asyncio.gather(
+        *(
+            js.add_consumer(EVENTS_STREAM, ConsumerConfig(durable_name=name, filter_subject=subjects))
+            for name, subjects in queues
+        )
+    )
+
+    as_json = json.loads(hades(tmp_path, fresh_nats.url, "streams", "show", "--json").stdout)
+
+    shown = {consumer["name"] for consumer in as_json["consumers"] if not consumer["declared"]}
+    assert shown == made
+    assert as_json["ok"] is True  # the declared ones are all found too, none reported missing
+    nc = await connect(fresh_nats.url)
+    try:
+        assert sorted(await Pools(nc).queues()) == pools
+    finally:
+        await nc.close()
 
 
 def test_no_nats_exits_3_naming_it(tmp_path: Path) -> None:

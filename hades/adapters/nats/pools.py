@@ -19,7 +19,9 @@ again, or a scheduler with a stale cache queued a job into it just after the rem
 include every message appended since the removal and none of the pool's handled history. A live entry written
 after a removal carries the floor on (header ``Hades-Pool-Floor``; its body stays the bare placement, as older
 executors read it). A floor of 0 (unknown) re-creates the consumers from the start of the stream: slower, never
-wrong.
+wrong. Once old, a marker with a floor is purged and the key is absent again; whoever registers a pool without a key
+gives the floor: a scheduler the stream's last sequence (it queues the pool's job after), the watchdog the sequence
+just before the pool's queued jobs.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 from pydantic import ValidationError
 
 from hades.adapters.nats.subjects import token
-from hades.adapters.nats.topology import EVENTS_STREAM
+from hades.adapters.nats.topology import EVENTS_STREAM, stream_consumers
 from hades.core.constraints import Placement
 from hades.core.spec import Priority
 
@@ -58,8 +60,6 @@ _KV_PREFIX = f"$KV.{BUCKET}."
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 #: Seconds a scheduler trusts that a pool it registered is still there before it looks again (one KV read).
 RECHECK_SECONDS = 10.0
-#: Consumers a JetStream list request answers at most.
-_LIST_PAGE = 256
 
 
 def queue_consumer(priority: Priority, pool: str | None = None) -> str:
@@ -115,16 +115,23 @@ class Pools:
         if seen is not None and now - seen < self._recheck:
             return pool
         if seen is None or not (await self.entry(pool)).live:
-            await self.restore(placement)
+            await self.restore(placement)  # the job is queued afterwards: a pool without a key may start at the end
         self._ready[pool] = now
         return pool
 
-    async def restore(self, placement: Placement) -> str:
+    async def restore(self, placement: Placement, since: int | None = None) -> str:
         """Register the pool whatever this process remembers: its consumers (from the pool's floor) first, so an
-        executor that sees the pool can pull at once, then its live entry."""
+        executor that sees the pool can pull at once, then its live entry.
+
+        A pool without a key (new, or removed so long ago that its marker was purged) has no floor: ``since``
+        gives it, a sequence up to which no message of the pool waits (one before it would never be delivered).
+        None: the event stream's last sequence now, right for a caller that queues the pool's next job afterwards
+        (a marker is purged only once every message of its pool was handled)."""
         pool = placement.key
         for _ in range(5):
             entry = await self.entry(pool)
+            if not entry.revision:
+                entry = dataclasses.replace(entry, floor=await self.last_seq() if since is None else since)
             await self.ensure_queues(pool, entry.floor)
             if entry.live or await self._put(pool, placement, entry):
                 return pool
@@ -175,19 +182,13 @@ class Pools:
 
     async def queues(self) -> dict[str, dict[Priority, ConsumerInfo]]:
         """Every pool's consumers that exist, with their state, from one listing of the stream's consumers."""
-        js = self._nc.jetstream()
         prefixes = {f"{queue_consumer(priority)}-": priority for priority in PRIORITY_ORDER}
         found: dict[str, dict[Priority, ConsumerInfo]] = {}
-        offset = 0
-        while True:
-            page = await js.consumers_info(self._stream, offset=offset or None)
-            for info in page:
-                for prefix, priority in prefixes.items():
-                    if info.name.startswith(prefix):
-                        found.setdefault(info.name.removeprefix(prefix), {})[priority] = info
-            offset += len(page)
-            if len(page) < _LIST_PAGE:
-                return found
+        for info in await stream_consumers(self._nc.jetstream(), self._stream):
+            for prefix, priority in prefixes.items():
+                if info.name.startswith(prefix):
+                    found.setdefault(info.name.removeprefix(prefix), {})[priority] = info
+        return found
 
     async def last_seq(self) -> int:
         """The event stream's newest sequence."""
@@ -196,10 +197,11 @@ class Pools:
     async def ensure_queues(self, pool: str, floor: int | None = None) -> bool:
         """Create the pool's consumers that are missing, each a copy of its priority's plain queue delivering from
         ``floor`` + 1 (from the start when 0). Without a floor the pool's entry gives it, and a removed pool's
-        queues are not brought back (its next registration does that): False then."""
+        queues are not brought back, nor those of a pool without a key (its next registration does that): False
+        then."""
         if floor is None:
             entry = await self.entry(pool)
-            if entry.removed:
+            if not entry.live:
                 return False
             floor = entry.floor
         js = self._nc.jetstream()
@@ -243,6 +245,30 @@ class Pools:
             raise
         self.forget(pool)
         return True
+
+    async def purge(self, entry: PoolEntry) -> None:
+        """Drop a removed pool's delete marker: the key is then absent, as if never written. Only the marker of
+        ``entry`` and what came before it go (a live entry written since stays)."""
+        subject = _KV_PREFIX + token(entry.key)
+        await self._nc.jetstream().purge_stream(_KV_STREAM, subject=subject, seq=entry.revision + 1)
+        self.forget(entry.key)
+
+    async def queued_after(self, pool: str, seq: int) -> bool:
+        """Whether the event stream holds a ``queued`` event of the pool after sequence ``seq``."""
+        return await self._first(f"hades.events.*.queued.*.{token(pool)}", seq + 1) is not None
+
+    async def before_queued(self, job_id: str, pool: str) -> int:
+        """The sequence just before the job's first ``queued`` event in the pool (0 when it has none)."""
+        first = await self._first(f"hades.events.{token(job_id)}.queued.*.{token(pool)}", 1)
+        return first - 1 if first is not None else 0
+
+    async def _first(self, subjects: str, start: int) -> int | None:
+        """The sequence of the first message on ``subjects`` at or after ``start``, None when there is none."""
+        try:
+            msg = await self._nc.jetstream().get_msg(self._stream, seq=start, subject=subjects, next=True)
+        except NotFoundError:
+            return None
+        return int(msg.seq or 0)
 
     async def delete_queues(self, pool: str) -> None:
         """Delete the pool's consumers (those that exist)."""

@@ -21,6 +21,7 @@ from nats.js import JetStreamContext
 from nats.js.api import (
     AckPolicy,
     ConsumerConfig,
+    ConsumerInfo,
     DeliverPolicy,
     RetentionPolicy,
     StorageType,
@@ -282,3 +283,12 @@ async def verify(js: JetStreamContext, topology: Topology) -> None:
                 missing.append(f"consumer {stream}/{name}")
     if missing:
         raise RuntimeError(f"NATS topology incomplete ({', '.join(missing)}): run `hades streams apply`")
+
+
+async def stream_consumers(js: JetStreamContext, stream: str) -> list[ConsumerInfo]:
+    """Every consumer of the stream. The server answers a list request with one page (256 at most; executor pools
+    make three consumers each), so the list is asked for again from the next offset until a page comes back empty."""
+    found: list[ConsumerInfo] = []
+    while page := await js.consumers_info(stream, offset=len(found) or None):
+        found += page
+    return found

@@ -16,7 +16,7 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo
 from nats.js.errors import NotFoundError
 
-from hades.adapters.nats.topology import Topology, declared_store_fields, same
+from hades.adapters.nats.topology import Topology, declared_store_fields, same, stream_consumers
 
 StoreKind = Literal["stream", "bucket", "object store"]
 FIX = "run `hades streams apply` to create what is missing and restore what differs"
@@ -182,7 +182,7 @@ async def _store(
 
 async def _durables(js: JetStreamContext, stream: str) -> dict[str, ConsumerInfo]:
     """The stream's durable consumers by name (ordered and other ephemeral consumers are left out)."""
-    return {info.name: info for info in await js.consumers_info(stream) if info.config.durable_name}
+    return {info.name: info for info in await stream_consumers(js, stream) if info.config.durable_name}
 
 
 def _fill_consumer(state: ConsumerState, info: ConsumerInfo, differences: list[Difference]) -> None:
