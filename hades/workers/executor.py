@@ -46,6 +46,7 @@ from hades.tasks import stop_all
 from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
+from hades.workers.keepalive import KeepAlive
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class ExecutorWorker:
         self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
         self._turn = 0
         self._started_at = clock.now()
-        self._keep_every = 10.0
+        self._keep_alive = KeepAlive(options.executor_id, cap)
         if metrics is not None:
             metrics.executor_slots(options.concurrency, lambda: len(self._running))
 
@@ -121,10 +122,7 @@ class ExecutorWorker:
         for puller in self._pullers.values():
             await puller.start()
         await self._beat()
-        # The queue's ack deadline comes from streams.yaml; extend it (and any cap lease) three times per period.
-        ack_wait = (await self._nc.jetstream().consumer_info(EVENTS_STREAM, queue_consumer(Priority.HIGH))).config
-        periods = [float(ack_wait.ack_wait or 30)] + ([await self._cap.ttl()] if self._cap is not None else [])
-        self._keep_every = min(periods) / 3
+        await self._keep_alive.read_deadlines(self._nc)
         chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
         if self._pools is not None:
             chores.append(asyncio.create_task(self._follow_pools(self._pools)))
@@ -370,7 +368,7 @@ class ExecutorWorker:
         if current is not None and current in self._running:
             self._running[current] = event.job_id
             self._in_hand[current] = delivery.sequence.stream
-        keepalive = asyncio.create_task(self._keep_alive(msg, lease))
+        keepalive = asyncio.create_task(self._keep_alive.keep(msg, lease))
         job: JobHandle | None = None
         try:
             # The job as of this message, its older events read along their chain: no read of the job's newest
@@ -418,18 +416,7 @@ class ExecutorWorker:
             log.info("job %s: its queue message came again while its attempt runs here; left to it", queued.job_id)
             return
         log.info("job %s: attempt %d is queued while an older one runs here", queued.job_id, queued.attempt)
-        await msg.nak(delay=self._keep_every)
-
-    async def _keep_alive(self, msg: Msg, lease: Lease | None) -> None:
-        """Extend the message's ack deadline (and the cap's lease) while its job runs."""
-        while True:
-            await asyncio.sleep(self._keep_every)
-            with contextlib.suppress(Exception):
-                await msg.in_progress()
-            if lease is not None and self._cap is not None:
-                with contextlib.suppress(Exception):
-                    if not await self._cap.renew(lease, self._options.executor_id):
-                        log.warning("lost the cap lease %s; the cap may be exceeded briefly", lease.key)
+        await msg.nak(delay=self._keep_alive.every)
 
 
 def _queued_for(job: JobHandle, queued: JobQueued) -> bool:
