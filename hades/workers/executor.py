@@ -38,7 +38,6 @@ from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.constraints import Placement, fits, satisfies
 from hades.core.events import JobQueued
-from hades.core.lifecycle import Status
 from hades.core.ports import Clock, Executor
 from hades.core.spec import Priority
 from hades.metrics import ProcessMetrics
@@ -47,6 +46,7 @@ from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
 from hades.workers.jobs import JobHandle
 from hades.workers.keepalive import KeepAlive
+from hades.workers.redelivery import RunningAttempts, claim, queued_for
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +102,7 @@ class ExecutorWorker:
         self._slots = asyncio.Semaphore(options.concurrency)
         self._doorbell = asyncio.Event()
         self._draining = asyncio.Event()
-        self._running: dict[asyncio.Task[None], str] = {}
-        self._in_hand: dict[asyncio.Task[None], int] = {}  # the stream sequence of each running task's queue message
+        self._running = RunningAttempts()
         self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._pools = pools
         self._ring_on = doorbell
@@ -139,7 +138,7 @@ class ExecutorWorker:
                     break
                 for msg, lease, placement in taken:
                     task = asyncio.create_task(self._handle(msg, lease))
-                    self._running[task] = ""
+                    self._running.add(task)
                     if placement is not None:
                         self._reserved[task] = placement
                     task.add_done_callback(self._finished)
@@ -171,10 +170,6 @@ class ExecutorWorker:
         self._draining.set()
         self._doorbell.set()
 
-    def _runs(self, job_id: str) -> bool:
-        """Whether this executor runs the job right now (asked at the moment of the check, not before)."""
-        return job_id in self._running.values()
-
     async def _listen_for_work(self) -> Callable[[], Awaitable[None]]:
         """Ring the doorbell whenever work is queued: through ``doorbell`` (a subscription kept anyway), else one
         of its own."""
@@ -187,8 +182,7 @@ class ExecutorWorker:
         self._doorbell.set()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self._running.pop(task, None)
-        self._in_hand.pop(task, None)
+        self._running.remove(task)
         if self._reserved.pop(task, None) is not None:
             self._doorbell.set()  # the freed resources may let a waiting pooled job in
         self._slots.release()
@@ -196,10 +190,11 @@ class ExecutorWorker:
     async def _wait_running(self) -> None:
         if self._running:
             log.info("draining: %d attempts get %.0f s to finish", len(self._running), self._options.shutdown_grace)
-            await asyncio.wait(set(self._running), timeout=self._options.shutdown_grace)
+            await asyncio.wait(self._running.tasks(), timeout=self._options.shutdown_grace)
 
     async def _stop_running(self) -> None:
-        await stop_all(set(self._running), patience=30)  # again only if a cancel was lost: hand-back needs its appends
+        # cancelled again only if a cancel was lost: the hand-back needs its appends
+        await stop_all(self._running.tasks(), patience=30)
 
     async def _spare_slots(self) -> int:
         """Take every other slot free right now (none under a global cap, whose leases go one per message), so
@@ -322,7 +317,7 @@ class ExecutorWorker:
                 "busy": len(self._running),
                 # the jobs it runs now, and when it said so: the scheduler hands back an attempt its executor
                 # lost track of (its runner died while the process lives on)
-                "running": sorted({job_id for job_id in self._running.values() if job_id}),
+                "running": self._running.job_ids(),
                 "at": self._clock.now().isoformat(),
                 "slots": self._options.concurrency,
                 "draining": self._draining.is_set(),
@@ -336,7 +331,7 @@ class ExecutorWorker:
         while True:
             try:
                 alive = set(await self._heartbeats.alive())
-                removed = await self._executor.sweep(self._runs, alive)
+                removed = await self._executor.sweep(self._running.runs, alive)
                 if removed:
                     log.info("swept %d containers and volumes left behind", removed)
             except Exception:
@@ -361,13 +356,10 @@ class ExecutorWorker:
             await msg.term()
             return
         delivery = msg.metadata
-        if self._runs(event.job_id):
-            await self._leave(msg, event)
+        if self._running.runs(event.job_id):
+            await self._running.leave(msg, event, retry_after=self._keep_alive.every)
             return
-        current = asyncio.current_task()
-        if current is not None and current in self._running:
-            self._running[current] = event.job_id
-            self._in_hand[current] = delivery.sequence.stream
+        self._running.hold(asyncio.current_task(), event.job_id, delivery.sequence.stream)
         keepalive = asyncio.create_task(self._keep_alive.keep(msg, lease))
         job: JobHandle | None = None
         try:
@@ -382,17 +374,16 @@ class ExecutorWorker:
                 await msg.nak(delay=0.5)
                 return
             job = JobHandle.known(self._store, self._clock, history)
-            if _queued_for(job, event):
-                claim = f"{delivery.sequence.stream}.{delivery.num_delivered}"
+            if queued_for(job, event):
                 traceparent = (msg.headers or {}).get(TRACEPARENT)
-                await self._runner.run(job, event.attempt, traceparent, claim, event.priority)
+                await self._runner.run(job, event.attempt, traceparent, claim(msg), event.priority)
             else:
                 log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
             await msg.ack()
         except asyncio.CancelledError:
             # Shutting down: if the attempt never started, let another executor have it at once; otherwise
             # the runner has handed it back as a new queued attempt and this message is done.
-            if job is not None and not _queued_for(job, event):
+            if job is not None and not queued_for(job, event):
                 await asyncio.shield(msg.ack())
             else:
                 await asyncio.shield(msg.nak())
@@ -402,29 +393,3 @@ class ExecutorWorker:
             await msg.nak(delay=5)
         finally:
             keepalive.cancel()
-
-    async def _leave(self, msg: Msg, queued: JobQueued) -> None:
-        """A queue message for a job whose attempt runs here already: never start it beside itself.
-
-        The message in hand redelivered (its deadline passed while NATS could not take ``in_progress``) is left
-        alone: the handler that runs its attempt still extends and acks it (both go by the stream sequence). Any
-        other queueing of the job (a newer attempt, handed back while this executor's heartbeat was not heard) waits
-        until the attempt here has ended.
-        """
-        seq = msg.metadata.sequence.stream
-        if seq in self._in_hand.values():
-            log.info("job %s: its queue message came again while its attempt runs here; left to it", queued.job_id)
-            return
-        log.info("job %s: attempt %d is queued while an older one runs here", queued.job_id, queued.attempt)
-        await msg.nak(delay=self._keep_alive.every)
-
-
-def _queued_for(job: JobHandle, queued: JobQueued) -> bool:
-    """Whether this queue message is still the job's current place in a queue (not promoted, taken or ended)."""
-    state = job.state
-    return (
-        state is not None
-        and state.status is Status.QUEUED
-        and state.attempt == queued.attempt
-        and state.priority is queued.priority
-    )

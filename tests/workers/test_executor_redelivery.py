@@ -79,7 +79,7 @@ async def silenced(self: KeepAlive, msg: Msg, lease: Lease | None) -> None:
 async def test_a_redelivery_to_the_executor_running_its_attempt_does_not_start_it_again(
     nc: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="hades.workers.executor")
+    caplog.set_level(logging.INFO, logger="hades.workers.redelivery")
     monkeypatch.setattr(KeepAlive, "keep", silenced)
     clock, store = SystemClock(), LaggingReplica(nc)
     js = nc.jetstream()
