@@ -36,14 +36,14 @@ from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
-from hades.core.constraints import Placement, fits, satisfies
+from hades.core.constraints import Placement
 from hades.core.events import JobQueued
 from hades.core.ports import Clock, Executor
-from hades.core.spec import Priority
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
 from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
+from hades.workers.executor_queues import ExecutorQueues
 from hades.workers.jobs import JobHandle
 from hades.workers.keepalive import KeepAlive
 from hades.workers.redelivery import RunningAttempts, claim, queued_for
@@ -103,13 +103,11 @@ class ExecutorWorker:
         self._doorbell = asyncio.Event()
         self._draining = asyncio.Event()
         self._running = RunningAttempts()
-        self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        self._queues = ExecutorQueues(nc, pullers, options.labels, options.places, ring=self._doorbell.set)
         self._pools = pools
         self._ring_on = doorbell
-        self._pool_pullers: dict[str, dict[Priority, NoWaitPuller]] = {}
-        self._pool_placements: dict[str, Placement] = {}
         self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
-        self._turn = 0
         self._started_at = clock.now()
         self._keep_alive = KeepAlive(options.executor_id, cap)
         if metrics is not None:
@@ -118,13 +116,12 @@ class ExecutorWorker:
     async def run(self) -> None:
         """Take work until cancelled (or drained); running attempts are then handed back to the queue."""
         unring = await self._listen_for_work()
-        for puller in self._pullers.values():
-            await puller.start()
+        await self._queues.start()
         await self._beat()
         await self._keep_alive.read_deadlines(self._nc)
         chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
         if self._pools is not None:
-            chores.append(asyncio.create_task(self._follow_pools(self._pools)))
+            chores.append(asyncio.create_task(self._queues.follow_pools(self._pools)))
         try:
             while await self._take_slot():
                 slots = 1 + await self._spare_slots()
@@ -147,8 +144,7 @@ class ExecutorWorker:
             await unring()
             await self._stop_running()
             await stop_all(chores)  # none left pending when the loop closes
-            for puller in self._all_pullers():
-                await puller.stop()
+            await self._queues.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
 
     async def _take_slot(self) -> bool:
@@ -217,7 +213,7 @@ class ExecutorWorker:
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                msgs = await self._pull_by_priority(wanted if self._cap is None else 1)
+                msgs = await self._queues.pull(wanted if self._cap is None else 1, self._reserved.values())
                 if msgs:
                     return [(msg, lease, placement) for msg, placement in msgs]
                 if lease is not None:
@@ -226,78 +222,6 @@ class ExecutorWorker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
         return []
-
-    async def _pull_by_priority(self, wanted: int) -> list[tuple[Msg, Placement | None]]:
-        """Up to ``wanted`` messages, each with the resources it reserves, from the highest priority that has any
-        on: a lower priority is asked only for what the higher ones did not have. Within a priority, the plain queue
-        and the pools' take turns at going first. A pool's queue is asked for no more jobs than still fit what the
-        attempts running here left of this executor's capacity (none: its jobs wait for this or another one)."""
-        self._turn += 1
-        taken: list[tuple[Msg, Placement | None]] = []
-        reserved = list(self._reserved.values())
-        for priority in PRIORITY_ORDER:
-            queues: list[tuple[NoWaitPuller, Placement | None]] = [(self._pullers[priority], None)]
-            queues += [(pullers[priority], self._reserves(pool)) for pool, pullers in self._pool_pullers.items()]
-            first = self._turn % len(queues)
-            for puller, placement in queues[first:] + queues[:first]:
-                room = self._room(placement, reserved, wanted - len(taken))
-                if room <= 0:
-                    continue
-                for msg in await puller.pull_many(room):
-                    taken.append((msg, placement))
-                    reserved += [placement] if placement is not None else []
-                if len(taken) >= wanted:
-                    return taken
-        return taken
-
-    def _room(self, placement: Placement | None, reserved: list[Placement], wanted: int) -> int:
-        """How many jobs of this placement (up to ``wanted``) fit beside what is ``reserved``."""
-        if placement is None:
-            return wanted
-        room = 0
-        while room < wanted and fits(placement, self._options.labels, reserved + [placement] * room):
-            room += 1
-        return room
-
-    def _reserves(self, pool: str) -> Placement | None:
-        """What a job of the pool reserves here: its resources, unless a cluster places it (Kubernetes)."""
-        placement = self._pool_placements.get(pool)
-        if placement is None or self._options.places is not None or not (placement.cpu or placement.memory):
-            return None
-        return placement
-
-    def _all_pullers(self) -> list[NoWaitPuller]:
-        return [*self._pullers.values(), *(p for pullers in self._pool_pullers.values() for p in pullers.values())]
-
-    async def _follow_pools(self, pools: Pools) -> None:
-        """Pull from every pool this executor's labels satisfy, as pools appear (and stop when one is removed)."""
-        while True:
-            try:
-                async for pool, placement in pools.follow():
-                    await self._pool_changed(pools, pool, placement)
-            except Exception:
-                log.exception("following HADES_POOLS failed; following it again")
-            await asyncio.sleep(IDLE_POLL_SECONDS)
-
-    async def _pool_changed(self, pools: Pools, pool: str, placement: Placement | None) -> None:
-        places = self._options.places
-        matches = placement is not None and (
-            places(placement) if places is not None else satisfies(placement, self._options.labels)
-        )
-        if matches and placement is not None and pool not in self._pool_pullers:
-            if not await pools.ensure_queues(pool):
-                return  # removed since this entry was written: its removal is the next change followed
-            pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
-            for puller in pullers.values():
-                await puller.start()
-            self._pool_pullers[pool] = pullers
-            self._pool_placements[pool] = placement
-            self._doorbell.set()
-            log.info("taking the jobs of pool %s (%s)", pool, placement.describe() if placement else "")
-        elif not matches and pool in self._pool_pullers:
-            self._pool_placements.pop(pool, None)
-            for puller in self._pool_pullers.pop(pool).values():
-                await puller.stop()
 
     async def _heartbeat_loop(self) -> None:
         interval = await self._heartbeats.ttl() / 3
