@@ -1,21 +1,12 @@
 """The executor role: takes queued attempts from the priority queues and runs them.
 
-The queues are the durable pull consumers ``executor-high|medium|low`` on the event stream, shared by every
-executor process. With a free slot, an executor asks high, then medium, then low (strict priority, as the Go
-Hades does), each with a no-wait pull so an empty queue costs one round trip. A plain NATS subscription on the
-queued subjects rings a doorbell when new work arrives, so an idle executor neither polls hard nor sleeps
-through new work; a slow poll still catches redeliveries.
-
-Jobs with constraints wait in their pool's queues (``hades.adapters.nats.pools``): the executor follows
-``HADES_POOLS`` and adds, for each pool its labels satisfy, that pool's queue of each priority next to the plain
-one. Within a priority it takes turns over its queues, so neither plain nor pooled work starves the other. A pool
-whose jobs ask for more ``resources`` than the attempts running here left of its capacity is passed over until
-one ends.
-
-A queue message stays un-acked while its job runs (its deadline extended with ``in_progress``) and is acked only
-once the job reached a terminal event. A message whose job is no longer queued for that attempt is acked and
-dropped, so a redelivery never runs an attempt twice; two executors racing for one attempt are decided by the
-concurrency check on the ``started`` append.
+With a free slot an executor pulls from its queues by priority (``hades.workers.executor_queues``) and runs each
+message's attempt in a task of its own (``hades.workers.queue_message``), keeping the message alive while its job
+runs (``hades.workers.keepalive``) and never starting an attempt that runs here already
+(``hades.workers.redelivery``). A plain NATS subscription on the queued subjects rings a doorbell when new work
+arrives, so an idle executor neither polls hard nor sleeps through new work; a slow poll still catches
+redeliveries. This module wires those together: the slots (and the global cap's leases), the doorbell, the
+heartbeat and the sweep, start-up and the graceful drain.
 """
 
 from __future__ import annotations
@@ -35,18 +26,15 @@ from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
 from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
-from hades.core.codec import decode_event
 from hades.core.constraints import Placement
-from hades.core.events import JobQueued
 from hades.core.ports import Clock, Executor
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
-from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor_queues import ExecutorQueues
-from hades.workers.jobs import JobHandle
 from hades.workers.keepalive import KeepAlive
-from hades.workers.redelivery import RunningAttempts, claim, queued_for
+from hades.workers.queue_message import QueueMessages
+from hades.workers.redelivery import RunningAttempts
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +80,6 @@ class ExecutorWorker:
         doorbell: Doorbell | None = None,
     ) -> None:
         self._nc = nc
-        self._store = store
-        self._runner = runner
         self._executor = executor
         self._clock = clock
         self._options = options
@@ -110,6 +96,7 @@ class ExecutorWorker:
         self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
         self._started_at = clock.now()
         self._keep_alive = KeepAlive(options.executor_id, cap)
+        self._messages = QueueMessages(store, clock, runner, self._running, self._keep_alive)
         if metrics is not None:
             metrics.executor_slots(options.concurrency, lambda: len(self._running))
 
@@ -264,56 +251,7 @@ class ExecutorWorker:
 
     async def _handle(self, msg: Msg, lease: Lease | None) -> None:
         try:
-            await self._handle_message(msg, lease)
+            await self._messages.take(msg, lease)
         finally:
             if lease is not None and self._cap is not None:
                 await asyncio.shield(self._cap.release(lease))
-
-    async def _handle_message(self, msg: Msg, lease: Lease | None) -> None:
-        try:
-            event = decode_event(msg.data)
-        except ValueError:
-            log.error("dropping an undecodable queue message on %s", msg.subject)
-            await msg.term()
-            return
-        if not isinstance(event, JobQueued):
-            await msg.term()
-            return
-        delivery = msg.metadata
-        if self._running.runs(event.job_id):
-            await self._running.leave(msg, event, retry_after=self._keep_alive.every)
-            return
-        self._running.hold(asyncio.current_task(), event.job_id, delivery.sequence.stream)
-        keepalive = asyncio.create_task(self._keep_alive.keep(msg, lease))
-        job: JobHandle | None = None
-        try:
-            # The job as of this message, its older events read along their chain: no read of the job's newest
-            # (one request per job). Should more have happened since (a cancel, a promotion), ``started`` meets
-            # a conflict, the job is re-read, and the attempt is found no longer ours.
-            history = await self._store.history_through(event.job_id, msg)
-            if not history or history[-1].seq < msg.metadata.sequence.stream:
-                # Read from a replica behind this very message (on an R3 stream followers answer direct gets too):
-                # the job is not "no longer queued", its queueing is just not there yet; have the message again.
-                log.info("job %s: its history was read from a replica behind its queue message", event.job_id)
-                await msg.nak(delay=0.5)
-                return
-            job = JobHandle.known(self._store, self._clock, history)
-            if queued_for(job, event):
-                traceparent = (msg.headers or {}).get(TRACEPARENT)
-                await self._runner.run(job, event.attempt, traceparent, claim(msg), event.priority)
-            else:
-                log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
-            await msg.ack()
-        except asyncio.CancelledError:
-            # Shutting down: if the attempt never started, let another executor have it at once; otherwise
-            # the runner has handed it back as a new queued attempt and this message is done.
-            if job is not None and not queued_for(job, event):
-                await asyncio.shield(msg.ack())
-            else:
-                await asyncio.shield(msg.nak())
-            raise
-        except Exception:
-            log.exception("job %s: could not run attempt %d; it will be redelivered", event.job_id, event.attempt)
-            await msg.nak(delay=5)
-        finally:
-            keepalive.cancel()
