@@ -1,21 +1,12 @@
 """The executor role: takes queued attempts from the priority queues and runs them.
 
-The queues are the durable pull consumers ``executor-high|medium|low`` on the event stream, shared by every
-executor process. With a free slot, an executor asks high, then medium, then low (strict priority, as the Go
-Hades does), each with a no-wait pull so an empty queue costs one round trip. A plain NATS subscription on the
-queued subjects rings a doorbell when new work arrives, so an idle executor neither polls hard nor sleeps
-through new work; a slow poll still catches redeliveries.
-
-Jobs with constraints wait in their pool's queues (``hades.adapters.nats.pools``): the executor follows
-``HADES_POOLS`` and adds, for each pool its labels satisfy, that pool's queue of each priority next to the plain
-one. Within a priority it takes turns over its queues, so neither plain nor pooled work starves the other. A pool
-whose jobs ask for more ``resources`` than the attempts running here left of its capacity is passed over until
-one ends.
-
-A queue message stays un-acked while its job runs (its deadline extended with ``in_progress``) and is acked only
-once the job reached a terminal event. A message whose job is no longer queued for that attempt is acked and
-dropped, so a redelivery never runs an attempt twice; two executors racing for one attempt are decided by the
-concurrency check on the ``started`` append.
+With a free slot an executor pulls from its queues by priority (``hades.workers.executor_queues``) and runs each
+message's attempt in a task of its own (``hades.workers.queue_message``), keeping the message alive while its job
+runs (``hades.workers.keepalive``) and never starting an attempt that runs here already
+(``hades.workers.redelivery``). A plain NATS subscription on the queued subjects rings a doorbell when new work
+arrives, so an idle executor neither polls hard nor sleeps through new work; a slow poll still catches
+redeliveries. This module wires those together: the slots (and the global cap's leases), the doorbell, the
+heartbeat and the sweep, start-up and the graceful drain.
 """
 
 from __future__ import annotations
@@ -35,17 +26,15 @@ from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
 from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.slots import Lease, SlotLeases
 from hades.adapters.nats.topology import EVENTS_STREAM
-from hades.core.codec import decode_event
-from hades.core.constraints import Placement, fits, satisfies
-from hades.core.events import JobQueued
-from hades.core.lifecycle import Status
+from hades.core.constraints import Placement
 from hades.core.ports import Clock, Executor
-from hades.core.spec import Priority
 from hades.metrics import ProcessMetrics
 from hades.tasks import stop_all
-from hades.tracing import TRACEPARENT
 from hades.workers.attempt import AttemptRunner
-from hades.workers.jobs import JobHandle
+from hades.workers.executor_queues import ExecutorQueues
+from hades.workers.keepalive import KeepAlive
+from hades.workers.queue_message import QueueMessages
+from hades.workers.redelivery import RunningAttempts
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +80,6 @@ class ExecutorWorker:
         doorbell: Doorbell | None = None,
     ) -> None:
         self._nc = nc
-        self._store = store
-        self._runner = runner
         self._executor = executor
         self._clock = clock
         self._options = options
@@ -101,33 +88,27 @@ class ExecutorWorker:
         self._slots = asyncio.Semaphore(options.concurrency)
         self._doorbell = asyncio.Event()
         self._draining = asyncio.Event()
-        self._running: dict[asyncio.Task[None], str] = {}
-        self._in_hand: dict[asyncio.Task[None], int] = {}  # the stream sequence of each running task's queue message
-        self._pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        self._running = RunningAttempts()
+        pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
+        self._queues = ExecutorQueues(nc, pullers, options.labels, options.places, ring=self._doorbell.set)
         self._pools = pools
         self._ring_on = doorbell
-        self._pool_pullers: dict[str, dict[Priority, NoWaitPuller]] = {}
-        self._pool_placements: dict[str, Placement] = {}
         self._reserved: dict[asyncio.Task[None], Placement] = {}  # the resources of the pooled attempts running
-        self._turn = 0
         self._started_at = clock.now()
-        self._keep_every = 10.0
+        self._keep_alive = KeepAlive(options.executor_id, cap)
+        self._messages = QueueMessages(store, clock, runner, self._running, self._keep_alive)
         if metrics is not None:
             metrics.executor_slots(lambda: options.concurrency, lambda: len(self._running))
 
     async def run(self) -> None:
         """Take work until cancelled (or drained); running attempts are then handed back to the queue."""
         unring = await self._listen_for_work()
-        for puller in self._pullers.values():
-            await puller.start()
+        await self._queues.start()
         await self._beat()
-        # The queue's ack deadline comes from streams.yaml; extend it (and any cap lease) three times per period.
-        ack_wait = (await self._nc.jetstream().consumer_info(EVENTS_STREAM, queue_consumer(Priority.HIGH))).config
-        periods = [float(ack_wait.ack_wait or 30)] + ([await self._cap.ttl()] if self._cap is not None else [])
-        self._keep_every = min(periods) / 3
+        await self._keep_alive.read_deadlines(self._nc)
         chores = [asyncio.create_task(self._heartbeat_loop()), asyncio.create_task(self._sweep_loop())]
         if self._pools is not None:
-            chores.append(asyncio.create_task(self._follow_pools(self._pools)))
+            chores.append(asyncio.create_task(self._queues.follow_pools(self._pools)))
         try:
             while await self._take_slot():
                 slots = 1 + await self._spare_slots()
@@ -141,7 +122,7 @@ class ExecutorWorker:
                     break
                 for msg, lease, placement in taken:
                     task = asyncio.create_task(self._handle(msg, lease))
-                    self._running[task] = ""
+                    self._running.add(task)
                     if placement is not None:
                         self._reserved[task] = placement
                     task.add_done_callback(self._finished)
@@ -150,8 +131,7 @@ class ExecutorWorker:
             await unring()
             await self._stop_running()
             await stop_all(chores)  # none left pending when the loop closes
-            for puller in self._all_pullers():
-                await puller.stop()
+            await self._queues.stop()
             await asyncio.shield(self._heartbeats.remove(self._options.executor_id))
 
     async def _take_slot(self) -> bool:
@@ -173,10 +153,6 @@ class ExecutorWorker:
         self._draining.set()
         self._doorbell.set()
 
-    def _runs(self, job_id: str) -> bool:
-        """Whether this executor runs the job right now (asked at the moment of the check, not before)."""
-        return job_id in self._running.values()
-
     async def _listen_for_work(self) -> Callable[[], Awaitable[None]]:
         """Ring the doorbell whenever work is queued: through ``doorbell`` (a subscription kept anyway), else one
         of its own."""
@@ -189,8 +165,7 @@ class ExecutorWorker:
         self._doorbell.set()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self._running.pop(task, None)
-        self._in_hand.pop(task, None)
+        self._running.remove(task)
         if self._reserved.pop(task, None) is not None:
             self._doorbell.set()  # the freed resources may let a waiting pooled job in
         self._slots.release()
@@ -198,10 +173,11 @@ class ExecutorWorker:
     async def _wait_running(self) -> None:
         if self._running:
             log.info("draining: %d attempts get %.0f s to finish", len(self._running), self._options.shutdown_grace)
-            await asyncio.wait(set(self._running), timeout=self._options.shutdown_grace)
+            await asyncio.wait(self._running.tasks(), timeout=self._options.shutdown_grace)
 
     async def _stop_running(self) -> None:
-        await stop_all(set(self._running), patience=30)  # again only if a cancel was lost: hand-back needs its appends
+        # cancelled again only if a cancel was lost: the hand-back needs its appends
+        await stop_all(self._running.tasks(), patience=30)
 
     async def _spare_slots(self) -> int:
         """Take every other slot free right now (none under a global cap, whose leases go one per message), so
@@ -224,7 +200,7 @@ class ExecutorWorker:
             self._doorbell.clear()
             lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
             if self._cap is None or lease is not None:
-                msgs = await self._pull_by_priority(wanted if self._cap is None else 1)
+                msgs = await self._queues.pull(wanted if self._cap is None else 1, self._reserved.values())
                 if msgs:
                     return [(msg, lease, placement) for msg, placement in msgs]
                 if lease is not None:
@@ -233,78 +209,6 @@ class ExecutorWorker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
         return []
-
-    async def _pull_by_priority(self, wanted: int) -> list[tuple[Msg, Placement | None]]:
-        """Up to ``wanted`` messages, each with the resources it reserves, from the highest priority that has any
-        on: a lower priority is asked only for what the higher ones did not have. Within a priority, the plain queue
-        and the pools' take turns at going first. A pool's queue is asked for no more jobs than still fit what the
-        attempts running here left of this executor's capacity (none: its jobs wait for this or another one)."""
-        self._turn += 1
-        taken: list[tuple[Msg, Placement | None]] = []
-        reserved = list(self._reserved.values())
-        for priority in PRIORITY_ORDER:
-            queues: list[tuple[NoWaitPuller, Placement | None]] = [(self._pullers[priority], None)]
-            queues += [(pullers[priority], self._reserves(pool)) for pool, pullers in self._pool_pullers.items()]
-            first = self._turn % len(queues)
-            for puller, placement in queues[first:] + queues[:first]:
-                room = self._room(placement, reserved, wanted - len(taken))
-                if room <= 0:
-                    continue
-                for msg in await puller.pull_many(room):
-                    taken.append((msg, placement))
-                    reserved += [placement] if placement is not None else []
-                if len(taken) >= wanted:
-                    return taken
-        return taken
-
-    def _room(self, placement: Placement | None, reserved: list[Placement], wanted: int) -> int:
-        """How many jobs of this placement (up to ``wanted``) fit beside what is ``reserved``."""
-        if placement is None:
-            return wanted
-        room = 0
-        while room < wanted and fits(placement, self._options.labels, reserved + [placement] * room):
-            room += 1
-        return room
-
-    def _reserves(self, pool: str) -> Placement | None:
-        """What a job of the pool reserves here: its resources, unless a cluster places it (Kubernetes)."""
-        placement = self._pool_placements.get(pool)
-        if placement is None or self._options.places is not None or not (placement.cpu or placement.memory):
-            return None
-        return placement
-
-    def _all_pullers(self) -> list[NoWaitPuller]:
-        return [*self._pullers.values(), *(p for pullers in self._pool_pullers.values() for p in pullers.values())]
-
-    async def _follow_pools(self, pools: Pools) -> None:
-        """Pull from every pool this executor's labels satisfy, as pools appear (and stop when one is removed)."""
-        while True:
-            try:
-                async for pool, placement in pools.follow():
-                    await self._pool_changed(pools, pool, placement)
-            except Exception:
-                log.exception("following HADES_POOLS failed; following it again")
-            await asyncio.sleep(IDLE_POLL_SECONDS)
-
-    async def _pool_changed(self, pools: Pools, pool: str, placement: Placement | None) -> None:
-        places = self._options.places
-        matches = placement is not None and (
-            places(placement) if places is not None else satisfies(placement, self._options.labels)
-        )
-        if matches and placement is not None and pool not in self._pool_pullers:
-            if not await pools.ensure_queues(pool):
-                return  # removed since this entry was written: its removal is the next change followed
-            pullers = {p: NoWaitPuller(self._nc, EVENTS_STREAM, queue_consumer(p, pool)) for p in PRIORITY_ORDER}
-            for puller in pullers.values():
-                await puller.start()
-            self._pool_pullers[pool] = pullers
-            self._pool_placements[pool] = placement
-            self._doorbell.set()
-            log.info("taking the jobs of pool %s (%s)", pool, placement.describe() if placement else "")
-        elif not matches and pool in self._pool_pullers:
-            self._pool_placements.pop(pool, None)
-            for puller in self._pool_pullers.pop(pool).values():
-                await puller.stop()
 
     async def _heartbeat_loop(self) -> None:
         interval = await self._heartbeats.ttl() / 3
@@ -324,7 +228,7 @@ class ExecutorWorker:
                 "busy": len(self._running),
                 # the jobs it runs now, and when it said so: the scheduler hands back an attempt its executor
                 # lost track of (its runner died while the process lives on)
-                "running": sorted({job_id for job_id in self._running.values() if job_id}),
+                "running": self._running.job_ids(),
                 "at": self._clock.now().isoformat(),
                 "slots": self._options.concurrency,
                 "draining": self._draining.is_set(),
@@ -338,7 +242,7 @@ class ExecutorWorker:
         while True:
             try:
                 alive = set(await self._heartbeats.alive())
-                removed = await self._executor.sweep(self._runs, alive)
+                removed = await self._executor.sweep(self._running.runs, alive)
                 if removed:
                     log.info("swept %d containers and volumes left behind", removed)
             except Exception:
@@ -347,97 +251,7 @@ class ExecutorWorker:
 
     async def _handle(self, msg: Msg, lease: Lease | None) -> None:
         try:
-            await self._handle_message(msg, lease)
+            await self._messages.take(msg, lease)
         finally:
             if lease is not None and self._cap is not None:
                 await asyncio.shield(self._cap.release(lease))
-
-    async def _handle_message(self, msg: Msg, lease: Lease | None) -> None:
-        try:
-            event = decode_event(msg.data)
-        except ValueError:
-            log.error("dropping an undecodable queue message on %s", msg.subject)
-            await msg.term()
-            return
-        if not isinstance(event, JobQueued):
-            await msg.term()
-            return
-        delivery = msg.metadata
-        if self._runs(event.job_id):
-            await self._leave(msg, event)
-            return
-        current = asyncio.current_task()
-        if current is not None and current in self._running:
-            self._running[current] = event.job_id
-            self._in_hand[current] = delivery.sequence.stream
-        keepalive = asyncio.create_task(self._keep_alive(msg, lease))
-        job: JobHandle | None = None
-        try:
-            # The job as of this message, its older events read along their chain: no read of the job's newest
-            # (one request per job). Should more have happened since (a cancel, a promotion), ``started`` meets
-            # a conflict, the job is re-read, and the attempt is found no longer ours.
-            history = await self._store.history_through(event.job_id, msg)
-            if not history or history[-1].seq < msg.metadata.sequence.stream:
-                # Read from a replica behind this very message (on an R3 stream followers answer direct gets too):
-                # the job is not "no longer queued", its queueing is just not there yet; have the message again.
-                log.info("job %s: its history was read from a replica behind its queue message", event.job_id)
-                await msg.nak(delay=0.5)
-                return
-            job = JobHandle.known(self._store, self._clock, history)
-            if _queued_for(job, event):
-                claim = f"{delivery.sequence.stream}.{delivery.num_delivered}"
-                traceparent = (msg.headers or {}).get(TRACEPARENT)
-                await self._runner.run(job, event.attempt, traceparent, claim, event.priority)
-            else:
-                log.info("job %s attempt %d is no longer queued; dropping its message", event.job_id, event.attempt)
-            await msg.ack()
-        except asyncio.CancelledError:
-            # Shutting down: if the attempt never started, let another executor have it at once; otherwise
-            # the runner has handed it back as a new queued attempt and this message is done.
-            if job is not None and not _queued_for(job, event):
-                await asyncio.shield(msg.ack())
-            else:
-                await asyncio.shield(msg.nak())
-            raise
-        except Exception:
-            log.exception("job %s: could not run attempt %d; it will be redelivered", event.job_id, event.attempt)
-            await msg.nak(delay=5)
-        finally:
-            keepalive.cancel()
-
-    async def _leave(self, msg: Msg, queued: JobQueued) -> None:
-        """A queue message for a job whose attempt runs here already: never start it beside itself.
-
-        The message in hand redelivered (its deadline passed while NATS could not take ``in_progress``) is left
-        alone: the handler that runs its attempt still extends and acks it (both go by the stream sequence). Any
-        other queueing of the job (a newer attempt, handed back while this executor's heartbeat was not heard) waits
-        until the attempt here has ended.
-        """
-        seq = msg.metadata.sequence.stream
-        if seq in self._in_hand.values():
-            log.info("job %s: its queue message came again while its attempt runs here; left to it", queued.job_id)
-            return
-        log.info("job %s: attempt %d is queued while an older one runs here", queued.job_id, queued.attempt)
-        await msg.nak(delay=self._keep_every)
-
-    async def _keep_alive(self, msg: Msg, lease: Lease | None) -> None:
-        """Extend the message's ack deadline (and the cap's lease) while its job runs."""
-        while True:
-            await asyncio.sleep(self._keep_every)
-            with contextlib.suppress(Exception):
-                await msg.in_progress()
-            if lease is not None and self._cap is not None:
-                with contextlib.suppress(Exception):
-                    if not await self._cap.renew(lease, self._options.executor_id):
-                        log.warning("lost the cap lease %s; the cap may be exceeded briefly", lease.key)
-
-
-def _queued_for(job: JobHandle, queued: JobQueued) -> bool:
-    """Whether this queue message is still the job's current place in a queue (not promoted, taken or ended)."""
-    state = job.state
-    return (
-        state is not None
-        and state.status is Status.QUEUED
-        and state.attempt == queued.attempt
-        and state.priority is queued.priority
-    )

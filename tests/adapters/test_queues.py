@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, cast
 
 import pytest
 from nats.aio.client import Client
@@ -12,7 +11,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from hades.adapters.nats.queues import NoWaitPuller
 from hades.core.spec import Priority
-from hades.workers.executor import ExecutorWorker
+from hades.workers.executor_queues import ExecutorQueues
 
 
 @pytest.fixture
@@ -56,11 +55,10 @@ async def test_a_batch_is_filled_from_the_highest_priority_first(nc: Client, que
     await publish(nc, queues, Priority.LOW, 2)
     await publish(nc, queues, Priority.MEDIUM, 3)
     await publish(nc, queues, Priority.HIGH, 2)
-    worker = cast(Any, ExecutorWorker.__new__(ExecutorWorker))  # only its pulling, no engine or store
-    worker._pullers, worker._pool_pullers, worker._turn, worker._reserved = pullers, {}, 0, {}
-    taken = await ExecutorWorker._pull_by_priority(worker, 4)
+    executor_queues = ExecutorQueues(nc, pullers, labels={}, places=None, ring=lambda: None)
+    taken = await executor_queues.pull(4, running=[])
     assert [m.data for m, _ in taken] == [b"high-0", b"high-1", b"medium-0", b"medium-1"]
-    taken = await ExecutorWorker._pull_by_priority(worker, 4)
+    taken = await executor_queues.pull(4, running=[])
     assert [m.data for m, _ in taken] == [b"medium-2", b"low-0", b"low-1"]
     for pulling in pullers.values():
         await pulling.stop()

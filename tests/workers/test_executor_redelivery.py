@@ -38,6 +38,7 @@ from hades.tasks import stop
 from hades.workers.attempt import AttemptRunner
 from hades.workers.executor import ExecutorOptions, ExecutorWorker
 from hades.workers.jobs import JobHandle
+from hades.workers.keepalive import KeepAlive
 from tests.conftest import eventually
 
 
@@ -71,15 +72,15 @@ class SlowPull(ProcessExecutor):
         return await super().prepare(job)
 
 
-async def silenced(self: ExecutorWorker, msg: Msg, lease: Lease | None) -> None:
+async def silenced(self: KeepAlive, msg: Msg, lease: Lease | None) -> None:
     await asyncio.Event().wait()  # ``in_progress`` never reaches NATS (a node of the cluster is down)
 
 
 async def test_a_redelivery_to_the_executor_running_its_attempt_does_not_start_it_again(
     nc: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="hades.workers.executor")
-    monkeypatch.setattr(ExecutorWorker, "_keep_alive", silenced)
+    caplog.set_level(logging.INFO, logger="hades.workers.redelivery")
+    monkeypatch.setattr(KeepAlive, "keep", silenced)
     clock, store = SystemClock(), LaggingReplica(nc)
     js = nc.jetstream()
     consumer = queue_consumer(Priority.HIGH)
