@@ -26,6 +26,7 @@ just before the pool's queued jobs.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -166,19 +167,17 @@ class Pools:
         return PoolEntry(pool, int(msg.seq or 0), removed, floor, msg.time)
 
     async def entries(self) -> dict[str, PoolEntry]:
-        """Every key of the bucket, live or removed (the floor of removed ones only)."""
-        found: dict[str, PoolEntry] = {}
-        watcher = await (await self._bucket()).watchall()
-        try:
-            async for item in watcher:
-                if item is None:
-                    break  # the end of the replay
-                removed = item.operation in (KV_DEL, KV_PURGE)
-                floor = _removed_at(item.value) if removed else 0
-                found[item.key] = PoolEntry(item.key, int(item.revision or 0), removed, floor, item.created)
-        finally:
-            await watcher.stop()  # type: ignore[no-untyped-call]
-        return found
+        """Every key of the bucket, live or removed, each as ``entry`` reads it.
+
+        The keys come from the stream's count of messages per subject, then one read of each key's newest message.
+        Not the KV watcher: nats-py ends its replay on a consumer info that races the deliveries, so a watcher can
+        say "that was all" before entries it was already sent (seen: a round that missed a removed pool took it for
+        a key never written, and its consumers were never deleted)."""
+        info = await self._nc.jetstream().stream_info(_KV_STREAM, subjects_filter=_KV_PREFIX + ">")
+        keys = [subject.removeprefix(_KV_PREFIX) for subject in info.state.subjects or {}]
+        return {
+            entry.key: entry for entry in await asyncio.gather(*(self.entry(key) for key in keys)) if entry.revision
+        }
 
     async def queues(self) -> dict[str, dict[Priority, ConsumerInfo]]:
         """Every pool's consumers that exist, with their state, from one listing of the stream's consumers."""
