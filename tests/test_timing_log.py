@@ -108,6 +108,27 @@ async def test_a_finished_job_is_logged_once_with_its_timing(
     assert float(match["overhead_pct"]) == timing["overhead_pct"]
 
 
+async def test_a_job_that_timed_out_ran_its_timeout_and_little_else(
+    start_hades: StartHades, tmp_path: Path, timing_log: Collected
+) -> None:
+    hades = await start_hades(
+        Roles(api=True, scheduler=True, executor=True),
+        HADES_EXECUTOR="process",
+        HADES_PROCESS_WORKSPACES=str(tmp_path),
+    )
+    job = {**shell_job("sleep 60"), "timeout_seconds": 2}
+
+    detail = await hades.wait_terminal(await hades.submit(job))
+
+    assert detail["reason"] == "job timed out after 2 seconds"
+    timing = detail["timing"]
+    # the step ran from its start (just after the attempt's) to the deadline; killing it is the overhead
+    assert 1.5 < timing["phases"]["run"] <= 2.0
+    assert timing["overhead"] < 1.0 and timing["overhead_pct"] < 40
+    records = await eventually(lambda: _for(timing_log, detail["id"]))
+    assert vars(records[0])["run"] == timing["phases"]["run"]
+
+
 async def _for(timing_log: Collected, job_id: str) -> list[logging.LogRecord]:
     return timing_log.of(job_id)
 

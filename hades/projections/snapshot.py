@@ -21,7 +21,7 @@ from hades.projections.timing import JobTiming, TimingView
 from hades.projections.views import ReadModels
 
 #: Bump when the shape of a view changes: older snapshots are then ignored and the log is replayed.
-SNAPSHOT_FORMAT = 5
+SNAPSHOT_FORMAT = 6
 
 
 class _Metrics(BaseModel):

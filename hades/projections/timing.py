@@ -6,21 +6,30 @@ attempt that finished), ``volume`` and ``images`` (preparing the attempt), and f
 holds the job up: older histories have it; the Docker executor now removes containers after reporting the step,
 off the job's path). ``run`` is the user's container executing; everything else is overhead, and ``overhead_pct``
 is its share of submitted → finished.
+
+A step the job's end interrupts (its timeout, a cancel, the executor failing it) has no ``step_finished``, so no
+measured phases: it counts as ``run`` from its ``step_started`` until the job's end was decided, the earlier of the
+timeout's deadline (the attempt's ``started`` plus ``timeout_seconds``), the first cancel request and the terminal
+event. What follows, killing the step and recording the end, is Hades's: overhead. Its create and start (before the
+user's code runs, unmeasured here) are counted in that run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hades.core.events import (
-    TERMINAL_TYPES,
+    JobCancelRequested,
+    JobFailed,
     JobPrepared,
     JobQueued,
     JobStarted,
+    JobStopped,
     JobSubmitted,
+    JobSucceeded,
     StepFinished,
     StepStarted,
 )
@@ -46,6 +55,8 @@ class JobTiming:
 
     job_id: str
     submitted_at: datetime
+    timeout_seconds: int = 0
+    cancel_requested_at: datetime | None = None
     first_queued_at: datetime | None = None
     queued_at: datetime | None = None
     started_at: datetime | None = None
@@ -112,7 +123,9 @@ class TimingView:
         self.last_seq = recorded.seq
         event = recorded.event
         if isinstance(event, JobSubmitted):
-            self.jobs[event.job_id] = JobTiming(job_id=event.job_id, submitted_at=event.at)
+            self.jobs[event.job_id] = JobTiming(
+                job_id=event.job_id, submitted_at=event.at, timeout_seconds=event.spec.timeout_seconds
+            )
             return
         timing = self.jobs.get(event.job_id)
         if timing is not None:
@@ -148,5 +161,19 @@ def _fold(timing: JobTiming, event: object) -> None:
         timing.started_at = event.at
     elif isinstance(event, JobPrepared):
         timing.prepare = dict(event.phases)
-    elif getattr(event, "type", None) in TERMINAL_TYPES:
-        timing.finished_at = getattr(event, "at", None)
+    elif isinstance(event, JobCancelRequested):
+        timing.cancel_requested_at = timing.cancel_requested_at or event.at
+    elif isinstance(event, JobSucceeded | JobFailed | JobStopped):
+        _ended(timing, event.at)
+
+
+def _ended(timing: JobTiming, end: datetime) -> None:
+    """The job ended: each step it interrupted (started, never finished) gets the run the module docstring says."""
+    timing.finished_at = until = end
+    if timing.timeout_seconds and timing.started_at is not None:
+        until = min(until, timing.started_at + timedelta(seconds=timing.timeout_seconds))
+    if timing.cancel_requested_at is not None:
+        until = min(until, timing.cancel_requested_at)
+    for step in timing.steps.values():
+        if step.started_at is not None and step.finished_at is None:
+            step.phases = {"run": max(round((until - step.started_at).total_seconds(), 6), 0.0)}

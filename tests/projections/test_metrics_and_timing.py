@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from hades.core.events import Event
 from hades.core.lifecycle import (
+    FailJob,
     FinishStep,
     JobState,
     MarkPrepared,
     QueueJob,
+    RequestCancel,
+    RequeueJob,
     StartAttempt,
     StartStep,
+    StopJob,
     SubmitJob,
     decide,
     evolve,
@@ -33,30 +38,32 @@ def history(
     """A job submitted at T0, queued 10 ms later, started ``start_after`` s later, prepared in 0.6 s, each step
     running for ``run_seconds`` (as the executor measured it), finishing when its step ends. The preparation is
     on the first ``step_started``, or (``older``) a ``prepared`` of its own, as executors wrote it before."""
-    job_id = str(uuid.uuid4())
     spec = JobSpec(name="j", priority=priority, steps=tuple(Step(id=i + 1, image="a") for i in range(steps)))
+    moves: list[tuple[object, float]] = [(QueueJob(), 0.01)]
+    if steps:
+        moves.append((StartAttempt(1, "e"), start_after))
+        prepare = {"volume": 0.005, "images": 0.5}
+        if older:
+            moves.append((MarkPrepared(1, prepare), 0.6))
+        for index in range(steps):
+            first = index == 0 and not older
+            moves.append((StartStep(1, index, prepare=prepare if first else None), 0.001 + (0.6 if first else 0)))
+            phases = {"create": 0.1, "start": 0.05, "run": run_seconds, "logs": 0.001, "teardown": 0.02}
+            moves.append((FinishStep(1, index, 0, phases=phases), 0.2 + run_seconds))
+    return decided(spec, moves)
+
+
+def decided(spec: JobSpec, moves: list[tuple[object, float]]) -> list[Event]:
+    """The events of a job submitted at T0 with ``spec``, then each command decided the seconds after the last."""
+    job_id = str(uuid.uuid4())
     clock = T0
     events: list[Event] = decide(None, SubmitJob(job_id=job_id, spec=spec), clock)
     state: JobState | None = evolve(None, events[0])
-
-    def run(command: object, seconds: float) -> None:
-        nonlocal state, clock
+    for command, seconds in moves:
         clock += timedelta(seconds=seconds)
         for event in decide(state, command, clock):  # type: ignore[arg-type]
             state = evolve(state, event)
             events.append(event)
-
-    run(QueueJob(), 0.01)
-    if steps:
-        run(StartAttempt(1, "e"), start_after)
-        prepare = {"volume": 0.005, "images": 0.5}
-        if older:
-            run(MarkPrepared(1, prepare), 0.6)
-        for index in range(steps):
-            first = index == 0 and not older
-            run(StartStep(1, index, prepare=prepare if first else None), 0.001 + (0.6 if first else 0))
-            phases = {"create": 0.1, "start": 0.05, "run": run_seconds, "logs": 0.001, "teardown": 0.02}
-            run(FinishStep(1, index, 0, phases=phases), 0.2 + run_seconds)
     return events
 
 
@@ -121,3 +128,49 @@ def test_metrics_ignore_events_seen_twice() -> None:
     fold_into(view, events)
     fold_into(view, events)  # the same sequences again, as a re-subscribed follower would see them
     assert view.snapshot(T0)["statusCounts"] == {"Succeeded": 1}
+
+
+def timing_of(events: list[Event]) -> dict[str, Any]:
+    view = TimingView(retain_ended=True)
+    fold_into(view, events)
+    return view.get(events[0].job_id).summary()  # type: ignore[union-attr]
+
+
+ONE_STEP = JobSpec(name="j", steps=(Step(id=1, image="a"),))
+#: Queued 10 ms after submission, started 0.5 s later, its step started 0.2 s after that.
+UNTIL_THE_STEP: list[tuple[object, float]] = [(QueueJob(), 0.01), (StartAttempt(1, "e"), 0.5), (StartStep(1, 0), 0.2)]
+
+
+def test_a_step_the_timeout_killed_ran_until_the_deadline_and_its_kill_is_overhead() -> None:
+    spec = ONE_STEP.model_copy(update={"timeout_seconds": 3})
+    # the deadline is 3 s after started, 2.8 s into the step; the job's end is recorded 0.25 s after it
+    summary = timing_of(decided(spec, [*UNTIL_THE_STEP, (FailJob(1, "job timed out after 3 seconds"), 3.05)]))
+
+    assert summary["phases"]["run"] == summary["steps"][0]["run"] == 2.8
+    assert summary["total"] == round(0.01 + 0.5 + 0.2 + 3.05, 6)
+    assert summary["overhead"] == round(0.01 + 0.5 + 0.2 + 0.25, 6)
+
+
+def test_a_step_a_cancel_stopped_ran_until_the_cancel_request() -> None:
+    moves = [*UNTIL_THE_STEP, (RequestCancel("api"), 1.5), (StopJob(1, "cancelled by api"), 0.1)]
+    summary = timing_of(decided(ONE_STEP, moves))
+
+    assert summary["phases"]["run"] == summary["steps"][0]["run"] == 1.5
+    assert summary["overhead"] == round(0.01 + 0.5 + 0.2 + 0.1, 6)
+
+
+def test_a_job_cancelled_while_queued_ran_nothing() -> None:
+    events = decided(ONE_STEP, [(QueueJob(), 0.01), (RequestCancel("api"), 2.0)])
+    assert events[-1].type == "stopped"
+
+    summary = timing_of(events)
+
+    assert summary["phases"]["run"] is None and summary["steps"] == []
+    assert summary["overhead"] == summary["total"] == 2.01
+
+
+def test_a_step_its_attempt_left_behind_is_not_counted_when_the_job_ends_later() -> None:
+    moves = [*UNTIL_THE_STEP, (RequeueJob(1, "executor shut down"), 1.0), (StartAttempt(2, "e"), 0.5)]
+    summary = timing_of(decided(ONE_STEP, [*moves, (FailJob(2, "executor error: boom"), 0.3)]))
+
+    assert summary["phases"]["run"] is None and summary["overhead"] == summary["total"]
