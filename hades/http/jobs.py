@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
@@ -181,7 +182,8 @@ async def _job_logs(services: ApiServices, job_id: str, attempt: int | None) -> 
     shown = attempt or known
     logs = await attempt_logs(services, job_id, shown) if is_job_id(job_id) else []
     if known is None and not logs:
-        return Response(content={"logs": []}, headers={ERROR_HEADER: f"job not found: {job_id}"})
+        # a header is latin-1 on one line: an id that is no UUID is percent-encoded
+        return Response(content={"logs": []}, headers={ERROR_HEADER: f"job not found: {quote(job_id, safe='')}"})
     return Response(content={"logs": [log.wire() for log in logs]}, headers=attempt_headers(shown))
 
 
