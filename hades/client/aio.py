@@ -63,9 +63,9 @@ class AsyncHades:
         """``Queued``, ``Running``, ``Succeeded``, ``Failed`` or ``Stopped``."""
         return await self._send(calls.status(job_id))
 
-    async def logs(self, job_id: str) -> list[Log]:
-        """One Log per step, in step order, as written so far."""
-        return await self._send(calls.logs(job_id))
+    async def logs(self, job_id: str, attempt: int | None = None) -> list[Log]:
+        """One Log per step of the attempt the job is at (or of ``attempt``), in step order, as written so far."""
+        return await self._send(calls.logs(job_id, attempt))
 
     async def events(self, job_id: str) -> list[JobEvent]:
         """The job's history, oldest first."""

@@ -66,9 +66,9 @@ class Hades:
         """``Queued``, ``Running``, ``Succeeded``, ``Failed`` or ``Stopped``."""
         return self._send(calls.status(job_id))
 
-    def logs(self, job_id: str) -> list[Log]:
-        """One Log per step, in step order, as written so far."""
-        return self._send(calls.logs(job_id))
+    def logs(self, job_id: str, attempt: int | None = None) -> list[Log]:
+        """One Log per step of the attempt the job is at (or of ``attempt``), in step order, as written so far."""
+        return self._send(calls.logs(job_id, attempt))
 
     def events(self, job_id: str) -> list[JobEvent]:
         """The job's history, oldest first."""

@@ -31,6 +31,9 @@ READ_TIMEOUT = 30.0
 RECONNECTS = 5
 
 T = TypeVar("T")
+#: The header with which the logs route (answering ``200 {"logs": []}`` for an unknown job, as the Go one does)
+#: says what our other routes refuse with a 404.
+ERROR_HEADER = "X-Hades-Error"
 Job = JobSpec | Mapping[str, Any] | bytes
 
 
@@ -91,6 +94,8 @@ class Call(Generic[T]):
         """The parsed answer, or the server's refusal raised."""
         if response.status_code != self.expect:
             raise refusal(response)
+        if ERROR_HEADER in response.headers:  # a Go-contract answer to what our other routes refuse with a 404
+            raise HadesClientError(404, response.headers[ERROR_HEADER])
         return self.read(response.json())
 
 
@@ -131,8 +136,11 @@ def status(job_id: str) -> Call[str]:
     return Call("GET", job_path(job_id, "/status"), lambda answer: str(answer["status"]))
 
 
-def logs(job_id: str) -> Call[list[Log]]:
-    return Call("GET", job_path(job_id, "/logs"), lambda answer: [Log.model_validate(x) for x in answer["logs"]])
+def logs(job_id: str, attempt: int | None = None) -> Call[list[Log]]:
+    query = f"?attempt={attempt}" if attempt is not None else ""
+    return Call(
+        "GET", job_path(job_id, "/logs") + query, lambda answer: [Log.model_validate(x) for x in answer["logs"]]
+    )
 
 
 def events(job_id: str) -> Call[list[JobEvent]]:

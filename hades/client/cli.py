@@ -56,6 +56,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     command("status", "print a job's status", _status)
     logs = command("logs", "print a job's logs", _logs)
     logs.add_argument("--follow", "-f", action="store_true", help="live until the job ends; exit with its outcome")
+    logs.add_argument("--attempt", type=int, help="an earlier attempt's logs (default: the attempt the job is at)")
     cancel = command("cancel", "stop a queued or running job", _cancel)
     cancel.add_argument("--reason", default="", help="why, recorded in the job's history")
     command("events", "print a job's history", _events)
@@ -137,9 +138,9 @@ def _logs(args: argparse.Namespace, settings: Settings) -> int:
     with _hades(settings) as hades:
         if args.follow:
             return _follow(hades, args.job_id, args.json)
-        logs = hades.logs(args.job_id)
+        logs = hades.logs(args.job_id, args.attempt)
     if args.json:
-        _print_json({"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in logs]})
+        _print_json({"logs": [log.wire() for log in logs]})
         return OK
     display = Display()
     for log in logs:
@@ -157,7 +158,7 @@ def _follow(hades: Hades, job_id: str, as_json: bool) -> int:
         if isinstance(item, JobEnded):
             end = item
         elif as_json:
-            _print_json({"log": item.model_dump(mode="json", exclude={"step_id"})}, lines=True)
+            _print_json({"log": item.wire()}, lines=True)
         else:
             progress.seen(item)
             for entry in item.logs or []:

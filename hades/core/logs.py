@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,14 +30,31 @@ class LogEntry(BaseModel):
 
 
 class Log(BaseModel):
-    """A batch of one container's lines; a batch with ``logs`` None registers the container's slot."""
+    """A batch of one container's lines; a batch with ``logs`` None registers the container's slot.
+
+    ``step_id`` and ``attempt`` are ours, not the Go wire shape's: the answers leave them out (``wire``). A batch
+    written before attempts were recorded has ``attempt`` None.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     job_id: str
     container_id: str
     step_id: int | None = None
+    attempt: int | None = None
     logs: list[LogEntry] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The batch in the Go wire shape (``job_id``, ``container_id``, ``logs``), as JSON-ready values."""
+        return self.model_dump(mode="json", exclude=_OURS)
+
+    def wire_json(self) -> str:
+        """The batch in the Go wire shape, as JSON."""
+        return self.model_dump_json(exclude=_OURS)
+
+
+#: The fields a ``Log`` carries that the Go wire shape does not.
+_OURS = {"step_id", "attempt"}
 
 
 def parse_timestamp(text: str) -> datetime | None:
@@ -131,6 +148,18 @@ def coalesce(batches: list[Log]) -> list[Log]:
         if batch.logs:
             lines[batch.container_id].extend(batch.logs)
     return [log.model_copy(update={"logs": lines[cid] or None}) for cid, log in merged.items()]
+
+
+def of_attempt(batches: list[Log], attempt: int | None) -> list[Log]:
+    """The batches one attempt wrote (all of them when ``attempt`` is None: a job the event log does not know).
+
+    A retried job's stream holds every attempt's batches; clients read the Logs positionally (``logs[1]`` is the
+    second step), so a view mixing a dead attempt's steps with the final one's would put the wrong output in each
+    slot. Batches from before attempts were recorded belong to every attempt, as they were shown before.
+    """
+    if attempt is None:
+        return batches
+    return [batch for batch in batches if batch.attempt in (attempt, None)]
 
 
 @dataclass

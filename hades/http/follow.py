@@ -44,16 +44,19 @@ async def log_items(
 ) -> AsyncGenerator[Batch | Heartbeat | Ended, None]:
     """The job's batches until it has ended and all were handed on, heartbeats while it is quiet, then its end.
 
-    A job's batches are all in the stream before its terminal event is appended, so once the job has ended the
-    newest batch at that moment is the last one: nothing is guessed with a drain timeout. With ``after`` (a
-    client's ``Last-Event-ID``), the batches up to that log-stream sequence are not sent again.
+    Only the attempt the job is at is followed: an earlier attempt's batches are passed over, and a retry's follow
+    on from its first. A job's batches are all in the stream before its terminal event is appended, so once the
+    job has ended the newest batch at that moment is the last one: nothing is guessed with a drain timeout. With
+    ``after`` (a client's ``Last-Event-ID``), the batches up to that log-stream sequence are not sent again.
     """
     logs = services.logs
-    sent, final_seq, idle = after, None, 0.0
+    sent, final_seq, idle, attempt = after, None, 0.0, 0
     async for item in logs.follow(job_id, after=after):
         if item is not None:
             sent, batch = item
-            yield Batch(seq=sent, log=batch)
+            attempt = _newest_attempt(services, job_id, attempt, batch)
+            if batch.attempt in (attempt, None):
+                yield Batch(seq=sent, log=batch)
             idle = 0.0
         else:
             idle += 1.0
@@ -66,6 +69,13 @@ async def log_items(
             if sent >= final_seq:
                 yield Ended(status=job.status.value, reason=job.reason)
                 return
+
+
+def _newest_attempt(services: ApiServices, job_id: str, attempt: int, batch: Log) -> int:
+    """The newest attempt known so far: the job's (its view may be ahead of the log: a retry queued) or the batch's
+    (or behind it)."""
+    job = services.jobs.get(job_id)
+    return max(attempt, job.attempt if job is not None else 0, batch.attempt or 0)
 
 
 async def follow_logs(
@@ -82,7 +92,7 @@ async def follow_logs(
     after = int(last_event_id) if last_event_id and last_event_id.isdigit() and len(last_event_id) < 20 else 0
     async for item in log_items(services, job_id, KEEPALIVE_SECONDS, after):
         if isinstance(item, Batch):
-            yield ServerSentEventMessage(data=item.log.model_dump_json(exclude={"step_id"}), event="log", id=item.seq)
+            yield ServerSentEventMessage(data=item.log.wire_json(), event="log", id=item.seq)
         elif isinstance(item, Heartbeat):
             yield ServerSentEventMessage(comment="keepalive", data=None)
         else:

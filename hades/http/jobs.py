@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from litestar import Request, Response, get
 from litestar.datastructures import State
@@ -15,13 +16,13 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from hades.core.lifecycle import JobState
-from hades.core.logs import coalesce
 from hades.http.auth import basic_auth_guard
 from hades.http.follow import follow_logs
+from hades.http.log_views import ERROR_HEADER, attempt_headers, attempt_logs, current_attempt
 from hades.http.services import ApiServices
 from hades.http.stage_views import follow_pipeline, pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, job_detail, parse_moment
-from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, AlsoStreams, Health, json_answer, text_answer
+from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, AlsoStreams, Error, Health, json_answer, text_answer
 from hades.http.wire.jobs import Events, JobDetail, JobStatus, Logs
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
@@ -34,6 +35,10 @@ def _services(request: Request[Any, Any, State]) -> ApiServices:
 
 def not_found(job_id: str) -> Response[dict[str, str]]:
     return Response(content={"error": f"job not found: {job_id}"}, status_code=404)
+
+
+def no_attempt(job_id: str, attempt: int) -> Response[dict[str, str]]:
+    return Response(content={"error": f"job {job_id} has no attempt {attempt}"}, status_code=404)
 
 
 def is_job_id(job_id: str) -> bool:
@@ -119,18 +124,32 @@ def get_status(request: Request[Any, Any, State], job_id: FromPath[str]) -> Resp
     security=[{"basic": []}],
     operation_class=AlsoStreams,
     responses={
-        200: json_answer(Logs, "One Log per step; with ?follow=true, text/event-stream: log events, then end"),
+        200: json_answer(
+            Logs,
+            "One Log per step of the attempt named in X-Hades-Attempt; with ?follow=true, "
+            "text/event-stream: log events, then end",
+        ),
+        400: text_answer("?attempt= asked of a pipeline"),
+        404: json_answer(Error, "?attempt= names an unknown job or an attempt it has not had"),
         **GUARDED,
     },
 )
 async def get_logs(
-    request: Request[Any, Any, State], job_id: FromPath[str], follow: FromQuery[bool] = False
+    request: Request[Any, Any, State],
+    job_id: FromPath[str],
+    follow: FromQuery[bool] = False,
+    attempt: FromQuery[int | None] = None,
 ) -> Response[Any]:
-    """One Log per step in step order (silent steps included), read from the log stream.
+    """One Log per step in step order (silent steps included), read from the log stream: the steps of the attempt
+    the job is at (a retried job's earlier attempts are ``?attempt=N``), named in the ``X-Hades-Attempt`` header.
 
-    With ``?follow=true``: Server-Sent Events, one ``log`` event per batch as it is written (backlog first), then
-    one ``end`` event with the job's final status once it has ended and all of its batches were sent. A client
-    reconnecting with ``Last-Event-ID`` gets only the batches after that event.
+    A job the event log does not know answers ``{"logs": []}`` as the Go Log Manager does, with the header
+    ``X-Hades-Error: job not found: <id>`` (what the status and events routes answer 404 for).
+
+    With ``?follow=true``: Server-Sent Events, one ``log`` event per batch of the attempt the job is at as it is
+    written (backlog first; a retry's batches follow on), then one ``end`` event with the job's final status once it
+    has ended and all of its batches were sent. A client reconnecting with ``Last-Event-ID`` gets only the batches
+    after that event.
 
     A pipeline's are its stages' logs, stage by stage in launch order, each Log naming its ``stage``; following
     one streams each stage in turn, then the pipeline's ``end``; its ``log`` events' ids are ``<stage>:<sequence>``,
@@ -143,12 +162,29 @@ async def get_logs(
         if pipeline is not None:
             return ServerSentEvent(follow_pipeline(services, job_id, resume))
         return ServerSentEvent(follow_logs(services, job_id, resume) if is_job_id(job_id) else _unknown(job_id))
-    if not is_job_id(job_id):
-        return Response(content={"logs": []})
     if pipeline is not None:
+        if attempt is not None:
+            return Response(
+                content="?attempt= is for a job, not a pipeline", status_code=400, media_type=MediaType.TEXT
+            )
         return Response(content={"logs": await pipeline_logs(services, pipeline)})
-    batches = await services.logs.read(job_id)
-    return Response(content={"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]})
+    return await _job_logs(services, job_id, attempt)
+
+
+async def _job_logs(services: ApiServices, job_id: str, attempt: int | None) -> Response[Any]:
+    """The Logs of ``attempt``, else of the attempt the job is at; an unknown job's as the Go contract has them."""
+    known = await current_attempt(services, job_id) if is_job_id(job_id) else None
+    if attempt is not None:
+        if known is None:
+            return not_found(job_id)
+        if not 1 <= attempt <= known:
+            return no_attempt(job_id, attempt)
+    shown = attempt or known
+    logs = await attempt_logs(services, job_id, shown) if is_job_id(job_id) else []
+    if known is None and not logs:
+        # a header is latin-1 on one line: an id that is no UUID is percent-encoded
+        return Response(content={"logs": []}, headers={ERROR_HEADER: f"job not found: {quote(job_id, safe='')}"})
+    return Response(content={"logs": [log.wire() for log in logs]}, headers=attempt_headers(shown))
 
 
 async def _unknown(job_id: str) -> AsyncGenerator[ServerSentEventMessage, None]:

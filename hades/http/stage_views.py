@@ -12,11 +12,11 @@ from litestar.response import ServerSentEventMessage
 
 from hades.core.events import JobSubmitted
 from hades.core.lifecycle import fold
-from hades.core.logs import coalesce
 from hades.core.reconcile import StageStatus, stage_views
 from hades.core.stages import STAGE_NAME
 from hades.core.state import JobState
 from hades.http.follow import KEEPALIVE_SECONDS, Batch, Heartbeat, log_items
+from hades.http.log_views import job_logs
 from hades.http.services import ApiServices
 from hades.http.views import iso
 
@@ -54,12 +54,13 @@ def pipeline_fields(services: ApiServices, state: JobState) -> dict[str, Any]:
 
 
 async def pipeline_logs(services: ApiServices, state: JobState) -> list[dict[str, Any]]:
-    """Every launched stage's logs, stage by stage in launch order, each Log naming its ``stage``."""
+    """Every launched stage's logs (the attempt its job is at), stage by stage in launch order, each Log naming its
+    ``stage``."""
     assert state.progress is not None
     logs = []
     for launch in state.progress.launched:
-        for log in coalesce(await services.logs.read(launch.job_id)):
-            logs.append({"stage": launch.name, **log.model_dump(mode="json", exclude={"step_id"})})
+        _, stage_logs = await job_logs(services, launch.job_id)
+        logs += [{"stage": launch.name, **log.wire()} for log in stage_logs]
     return logs
 
 
@@ -144,7 +145,7 @@ async def _follow_stage(
         return
     async for item in log_items(services, job_id, KEEPALIVE_SECONDS, after):
         if isinstance(item, Batch):
-            data = {"stage": stage, **item.log.model_dump(mode="json", exclude={"step_id"})}
+            data = {"stage": stage, **item.log.wire()}
             yield ServerSentEventMessage(data=json.dumps(data), event="log", id=f"{stage}:{item.seq}")
         elif isinstance(item, Heartbeat):
             yield ServerSentEventMessage(comment="keepalive", data=None)

@@ -50,7 +50,8 @@ from hades.workers.jobs import JobHandle
 
 log = logging.getLogger(__name__)
 
-WriterFactory = Callable[[str, int, LogBudget], StepLogWriter]
+#: A step's log writer: job id, step id, the attempt's log budget, the attempt.
+WriterFactory = Callable[[str, int, LogBudget, int], StepLogWriter]
 Unwatch = Callable[[], Awaitable[None]]
 #: Follow one job's events: ``watch(job_id, on_event)`` returns how to stop following.
 JobWatcher = Callable[[str, Callable[[Event], None]], Awaitable[Unwatch]]
@@ -252,7 +253,7 @@ class AttemptRunner:
         }
         with self._tracer.start_as_current_span("hades.step", attributes=attributes) as span:
             await job.run(job_id, StartStep(attempt=attempt, step_index=index, prepare=prepare))
-            writer = self._writers(job_id, step.id, budget)
+            writer = self._writers(job_id, step.id, budget, attempt)
             try:
                 result = await self._executor.run_step(await self._as_run(job.state), index, writer)
             finally:

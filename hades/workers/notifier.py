@@ -6,11 +6,13 @@ one attempt: read the logs, POST them, record the outcome as ``logs_forwarded`` 
 attempt that is not the last is ``nak``-ed with an exponential, fully jittered delay, so JetStream keeps the retry
 schedule and the attempt number is the message's delivery count: a notifier that dies mid-way loses nothing.
 
-All of the job's logs are in when its terminal event is: every step's batches are published and acknowledged by
-the stream before that step's ``step_finished`` (which records ``last_log_seq``) is appended, and the terminal event
-comes after the last ``step_finished``. Reading the job's log subject up to its last message therefore reads every
-batch, with no drain timeout. (A cancelled or timed-out step closes its writer before the job's ``stopped`` or
-``failed`` is appended; only an executor declared lost while it is in fact still writing can add batches later.)
+A retried job's log subject holds every attempt's batches (each names its attempt); the forward carries the ones
+of the attempt the job ended with, one Log per step of it. All of the job's logs are in when its terminal event
+is: every step's batches are published and acknowledged by the stream before that step's ``step_finished`` (which
+records ``last_log_seq``) is appended, and the terminal event comes after the last ``step_finished``. Reading the
+job's log subject up to its last message therefore reads every batch, with no drain timeout. (A cancelled or
+timed-out step closes its writer before the job's ``stopped`` or ``failed`` is appended; only an executor declared
+lost while it is in fact still writing can add batches later, and those are of an earlier attempt.)
 
 Delivery is at least once: a POST whose outcome could not be recorded is made again on the next delivery.
 """
@@ -35,7 +37,7 @@ from hades.core.codec import decode_event
 from hades.core.errors import InvalidTransition
 from hades.core.events import FollowUps, JobFailed, JobStopped, JobSubmitted, JobSucceeded
 from hades.core.lifecycle import Command, JobState, RecordLogsDelivery
-from hades.core.logs import Log, coalesce
+from hades.core.logs import Log, coalesce, of_attempt
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.workers.consumer import PullConsumer, Settle, delivered
 from hades.workers.jobs import JobHandle
@@ -70,8 +72,8 @@ class NotifierSettings:
 
 
 def logs_payload(batches: list[Log]) -> list[dict[str, Any]]:
-    """The job's logs as ``GET /jobs/{id}/logs`` gives them, without the wrapper: one Log per step, in order."""
-    return [batch.model_dump(mode="json", exclude={"step_id"}) for batch in coalesce(batches)]
+    """The attempt's logs as ``GET /jobs/{id}/logs`` gives them, without the wrapper: one Log per step, in order."""
+    return [batch.wire() for batch in coalesce(batches)]
 
 
 def recorded_url(url: str) -> str:
@@ -133,18 +135,24 @@ class LogForwarder:
 
     async def _payload(self, state: JobState) -> tuple[list[dict[str, Any]], int]:
         """The logs to forward and their line count: the job's own, or a pipeline's stages' in launch order, each
-        Log naming its ``stage``."""
+        Log naming its ``stage``; of each job the attempt it ended with (a retried job's stream holds them all)."""
         owners: list[tuple[str | None, str]] = [(None, state.job_id)]
         if state.progress is not None:
             owners = [(launch.name, launch.job_id) for launch in state.progress.launched]
         payload: list[dict[str, Any]] = []
         lines = 0
         for stage, job_id in owners:
-            batches = await self._logs.read(job_id)
+            attempt = state.attempt if job_id == state.job_id else await self._attempt_of(job_id)
+            batches = of_attempt(await self._logs.read(job_id), attempt)
             lines += sum(len(batch.logs or ()) for batch in batches)
             entries = logs_payload(batches)
             payload += entries if stage is None else [{"stage": stage, **entry} for entry in entries]
         return payload, lines
+
+    async def _attempt_of(self, job_id: str) -> int | None:
+        """The attempt a pipeline's stage job is at (None: its history is not found, so all its batches)."""
+        stage = (await JobHandle.load(self._store, self._clock, job_id)).state
+        return stage.attempt if stage is not None else None
 
 
 def behind(job_id: str, delivered: int) -> float | None:

@@ -23,10 +23,17 @@ _LINES = st.lists(
 )
 
 
-@given(lines=st.one_of(st.none(), _LINES), container=st.text(max_size=12), step=st.integers(0, 99))
-def test_a_batch_is_byte_for_byte_the_models_json(lines: list[_Line] | None, container: str, step: int) -> None:
+@given(
+    lines=st.one_of(st.none(), _LINES),
+    container=st.text(max_size=12),
+    step=st.integers(0, 99),
+    attempt=st.one_of(st.none(), st.integers(1, 9)),
+)
+def test_a_batch_is_byte_for_byte_the_models_json(
+    lines: list[_Line] | None, container: str, step: int, attempt: int | None
+) -> None:
     entries = None if lines is None else [LogEntry(**line) for line in lines]
-    model = Log(job_id="job-1", container_id=container, step_id=step, logs=entries)
-    body = batch_json("job-1", container, step, lines)
+    model = Log(job_id="job-1", container_id=container, step_id=step, attempt=attempt, logs=entries)
+    body = batch_json("job-1", container, step, attempt, lines)
     assert body == model.model_dump_json().encode()
     assert Log.model_validate_json(body) == model

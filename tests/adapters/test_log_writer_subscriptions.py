@@ -17,13 +17,13 @@ from hades.core.logs import LogBudget
 
 async def test_many_steps_leave_no_subscription_behind(nc: Client) -> None:
     store = NatsLogStore(nc)
-    first = store.writer("job-subs", 1, LogBudget())
+    first = store.writer("job-subs", 1, LogBudget(), 1)
     await first.open("c-1")
     await first.close()
     subscriptions = len(nc._subs)
 
     for step in range(2, 22):
-        writer = store.writer("job-subs", step, LogBudget())
+        writer = store.writer("job-subs", step, LogBudget(), 1)
         await writer.open(f"c-{step}")
         await writer.write("stdout", datetime.now(UTC), f"line {step}")
         assert await writer.close() is not None

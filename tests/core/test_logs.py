@@ -32,6 +32,7 @@ from hades.core.logs import (
     _parse_in_full,
     coalesce,
     is_timestamp,
+    of_attempt,
     parse_line,
     parse_timestamp,
 )
@@ -194,6 +195,27 @@ def test_coalesce_of_nothing_is_nothing_and_inputs_are_untouched() -> None:
     batch = Log(job_id=JOB_ID, container_id="a", logs=[_entry(1)])
     coalesce([batch, Log(job_id=JOB_ID, container_id="a", logs=[_entry(2)])])
     assert batch.logs == [_entry(1)]
+
+
+def test_one_attempts_batches_keep_the_empty_slots_and_batches_from_before_attempts_were_recorded() -> None:
+    old = Log(job_id=JOB_ID, container_id="old", logs=[_entry(0)])
+    first = [Log(job_id=JOB_ID, container_id="a1", step_id=1, attempt=1, logs=[_entry(1)])]
+    second = [
+        Log(job_id=JOB_ID, container_id="a2", step_id=1, attempt=2, logs=None),
+        Log(job_id=JOB_ID, container_id="b2", step_id=2, attempt=2, logs=None),
+        Log(job_id=JOB_ID, container_id="a2", step_id=1, attempt=2, logs=[_entry(2)]),
+    ]
+    batches = [old, *first, *second]
+    assert [log.container_id for log in coalesce(of_attempt(batches, 2))] == ["old", "a2", "b2"]
+    assert coalesce(of_attempt(batches, 2))[2].logs is None, "a silent step of the attempt keeps its slot"
+    assert of_attempt(batches, 1) == [old, *first]
+    assert of_attempt(batches, None) == batches
+
+
+def test_the_wire_shape_leaves_out_our_fields() -> None:
+    batch = Log(job_id=JOB_ID, container_id="a", step_id=1, attempt=2, logs=None)
+    assert batch.wire() == {"job_id": JOB_ID, "container_id": "a", "logs": None}
+    assert batch.wire_json() == f'{{"job_id":"{JOB_ID}","container_id":"a","logs":null}}'
 
 
 # -- docker container settings -----------------------------------------------------------------------------------

@@ -355,7 +355,7 @@ async def test_logs_come_back_per_container_in_the_go_shape(client: httpx.AsyncC
 
 
 async def write_log_line(nc: Client, job_id: str, message: str) -> None:
-    writer = NatsLogStore(nc).writer(job_id, step_id=1, budget=LogBudget())
+    writer = NatsLogStore(nc).writer(job_id, step_id=1, budget=LogBudget(), attempt=1)
     await writer.open("container-1")
     await writer.write("stdout", datetime.now(UTC), message)
     await writer.close()

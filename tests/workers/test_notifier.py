@@ -180,7 +180,7 @@ async def run_step(nc: Client, job: JobHandle, index: int, lines: Sequence[str])
     assert job.state is not None
     job_id = job.state.job_id
     await job.run(job_id, StartStep(attempt=1, step_index=index))
-    writer = StepLogWriter(nc, job_id, job.state.spec.steps[index].id)
+    writer = StepLogWriter(nc, job_id, job.state.spec.steps[index].id, attempt=job.state.attempt)
     await writer.open(f"container-{index}")
     for n, line in enumerate(lines):
         stream: OutputStream = "stderr" if line.startswith("!") else "stdout"

@@ -54,14 +54,16 @@ class _Line(TypedDict):
     output_stream: OutputStream
 
 
-def batch_json(job_id: str, container_id: str, step_id: int, entries: list[_Line] | None) -> bytes:
+def batch_json(job_id: str, container_id: str, step_id: int, attempt: int | None, entries: list[_Line] | None) -> bytes:
     """A batch as ``Log(...).model_dump_json()`` encodes it (keys in the model's field order), built from plain
     dicts."""
-    return to_json({"job_id": job_id, "container_id": container_id, "step_id": step_id, "logs": entries})
+    batch = {"job_id": job_id, "container_id": container_id, "step_id": step_id, "attempt": attempt, "logs": entries}
+    return to_json(batch)
 
 
 class StepLogWriter:
-    """``StepLogs`` for one step: buffers lines and publishes them in ordered batches."""
+    """``StepLogs`` for one step of one attempt: buffers lines and publishes them in ordered batches, each naming
+    the attempt, so a retried job's views can show the attempt that counts."""
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class StepLogWriter:
         publish_timeout: float = 5.0,
         publisher: JetStreamContext | None = None,
         writer_id: str | None = None,
+        attempt: int | None = None,
     ) -> None:
         # A JetStream context subscribes to an inbox of its own for its first asynchronous publish and keeps it for
         # good, so writers share their store's (``publisher``): one per writer cost every step a SUB, and the
@@ -86,6 +89,7 @@ class StepLogWriter:
         self._pending_bytes = 0
         self._job_id = job_id
         self._step_id = step_id
+        self._attempt = attempt
         self._container_id = ""
         self._pending: list[_Line] = []
         self._lock = asyncio.Lock()
@@ -149,7 +153,7 @@ class StepLogWriter:
     async def _publish(self, entries: list[_Line] | None) -> None:
         if len(self._in_flight) >= IN_FLIGHT:
             await self._settle_oldest()
-        body = batch_json(self._job_id, self._container_id, self._step_id, entries)
+        body = batch_json(self._job_id, self._container_id, self._step_id, self._attempt, entries)
         headers = {"Nats-Msg-Id": f"{self._writer}:{self._batches}"}
         self._batches += 1
         self._in_flight.append(
@@ -191,13 +195,15 @@ class NatsLogStore:
         self._publisher: JetStreamContext | None = None
         self._writer_ids = nuid.NUID()
 
-    def writer(self, job_id: str, step_id: int, budget: LogBudget) -> StepLogWriter:
-        """A writer for one step of a job, drawing on the attempt's log budget; every writer of this store shares
-        one JetStream context, so one inbox subscription answers all their batches."""
+    def writer(self, job_id: str, step_id: int, budget: LogBudget, attempt: int) -> StepLogWriter:
+        """A writer for one step of a job's attempt, drawing on the attempt's log budget; every writer of this
+        store shares one JetStream context, so one inbox subscription answers all their batches."""
         if self._publisher is None:
             self._publisher = self._nc.jetstream(timeout=5.0, publish_async_max_pending=PUBLISHER_PENDING)
         writer_id = self._writer_ids.next().decode()
-        return StepLogWriter(self._nc, job_id, step_id, budget, publisher=self._publisher, writer_id=writer_id)
+        return StepLogWriter(
+            self._nc, job_id, step_id, budget, publisher=self._publisher, writer_id=writer_id, attempt=attempt
+        )
 
     async def read(self, job_id: str) -> list[Log]:
         """Every batch stored for the job, oldest first (empty for an unknown job)."""

@@ -7,16 +7,16 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from litestar import Request, get
+from litestar import Request, Response, get
 from litestar.datastructures import State
 from litestar.params import FromPath
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from nats.errors import ConnectionClosedError
 
-from hades.core.logs import coalesce
 from hades.http.dashboard.access import DashboardError, checked_job_id, dashboard_of, services_of, session_guard
 from hades.http.dashboard.feed import EMPTY_JOB
 from hades.http.follow import Batch, Heartbeat, log_items
+from hades.http.log_views import attempt_headers, job_logs
 from hades.http.services import ApiServices
 from hades.http.stage_views import pipeline_logs, pipeline_state
 from hades.http.wire.answers import EVENT_STREAM, INVALID_JOB_ID, JOB_NOT_FOUND, json_answer, text_answer
@@ -28,19 +28,20 @@ from hades.http.wire.jobs import Logs
     "/api/jobs/{job_id:str}/logs",
     guards=[session_guard],
     responses={
-        200: json_answer(Logs, "One Log per step"),
+        200: json_answer(Logs, "One Log per step of the attempt named in X-Hades-Attempt"),
         400: INVALID_JOB_ID,
         **DASHBOARD_REFUSALS,
     },
 )
-async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> dict[str, Any]:
-    """``{"logs": [Log...]}``, one per step in order, verbatim (logs are not redacted, as in the Go dashboard)."""
+async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
+    """``{"logs": [Log...]}``, one per step of the attempt the job is at (``X-Hades-Attempt``) in order, verbatim
+    (logs are not redacted, as in the Go dashboard)."""
     services = services_of(request)
     pipeline = await pipeline_state(services, checked_job_id(job_id))
     if pipeline is not None:
-        return {"logs": await pipeline_logs(services, pipeline)}
-    batches = await services.logs.read(checked_job_id(job_id))
-    return {"logs": [log.model_dump(mode="json", exclude={"step_id"}) for log in coalesce(batches)]}
+        return Response({"logs": await pipeline_logs(services, pipeline)})
+    attempt, shown = await job_logs(services, job_id)
+    return Response({"logs": [log.wire() for log in shown]}, headers=attempt_headers(attempt))
 
 
 @get(
@@ -75,7 +76,7 @@ async def _log_frames(
 async def _follow(services: ApiServices, job_id: str, heartbeat: float) -> AsyncGenerator[ServerSentEventMessage, None]:
     async for item in log_items(services, job_id, heartbeat):
         if isinstance(item, Batch):
-            frame = {"type": "log", "job": EMPTY_JOB, "log": item.log.model_dump(mode="json", exclude={"step_id"})}
+            frame = {"type": "log", "job": EMPTY_JOB, "log": item.log.wire()}
             yield ServerSentEventMessage(data=json.dumps(frame))
         elif isinstance(item, Heartbeat):
             yield ServerSentEventMessage(comment="ping", data=None)
