@@ -2,16 +2,19 @@
 
 The body is decoded as Go's encoding/json decodes into the Go structs (strict types, int64 ranges, case-insensitive
 field names, ``null`` leaves a field as it was, unknown fields ignored); the decoded job is then checked by
-``hades.core.spec.validate_job_spec``, in the Go order. Every failure is a SpecError whose message is the exact
-plain-text 400 body of the Go API.
+``hades.core.spec.validate_job_spec``, in the Go order. Every failure is a SpecError whose message is the
+plain-text 400 body. Where Go answers a bare ``Invalid JSON body``, ours starts with it (clients match on it) and
+goes on to say what and where (``Invalid JSON body: steps[0].id: expected an integer, not a string``). Unknown keys
+are ignored as in Go, except one that is a likely typo of a field at its level (``stpes``), which is refused.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -45,7 +48,7 @@ def _go_uuid(value: object) -> object:
     if value is None or isinstance(value, UUID):
         return value
     if not isinstance(value, str):
-        raise ValueError("a UUID must be a string")
+        raise ValueError(f"expected a UUID string, not {_kind(value)}")
     raw = value.encode("utf-8", "surrogatepass")
     if len(raw) == 45 and raw[:9].lower() == b"urn:uuid:":
         raw = raw[9:]
@@ -53,7 +56,7 @@ def _go_uuid(value: object) -> object:
         raw = raw[1:37]  # Go drops the first and last byte without looking at them
     if _UUID36.fullmatch(raw) or _UUID32.fullmatch(raw):
         return UUID(raw.decode())
-    raise ValueError(f"invalid UUID: {value!r}")
+    raise ValueError("expected a UUID such as 0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11")
 
 
 def _go_time(value: object) -> object:
@@ -61,13 +64,16 @@ def _go_time(value: object) -> object:
     if value is None or (isinstance(value, datetime) and value.tzinfo is not None):
         return value
     if not isinstance(value, str):
-        raise ValueError("a timestamp must be an RFC 3339 string with a zone")
+        raise ValueError(f"expected an RFC 3339 time string, not {_kind(value)}")
     match = _RFC3339.fullmatch(value)
     if match is None:
-        raise ValueError(f"not an RFC 3339 time: {value!r}")
+        raise ValueError("expected an RFC 3339 time with a zone, such as 2024-05-01T10:20:30Z")
     year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
     micros = int((match[7] or "")[:6].ljust(6, "0"))  # Go keeps nanoseconds; Python has microseconds
-    return datetime(year, month, day, hour, minute, second, micros, tzinfo=_go_zone(match[8]))
+    try:
+        return datetime(year, month, day, hour, minute, second, micros, tzinfo=_go_zone(match[8]))
+    except ValueError as exc:  # a day, hour or zone out of range
+        raise ValueError(f"not a valid time: {exc}") from exc
 
 
 def _go_zone(zone: str) -> timezone:
@@ -100,10 +106,69 @@ _FOLDED_FIELDS = {
     model: {name.translate(_FOLD): name for name in model.model_fields} for model in (JobSpec, Step, Stage)
 }
 _Model = type[JobSpec] | type[Step] | type[Stage]
+#: What a misspelt key is compared with: every name the model reads (field names and any aliases), folded.
+_KNOWN_NAMES = {
+    model: sorted(
+        {
+            name.translate(_FOLD)
+            for field_name, field in model.model_fields.items()
+            for name in (field_name, field.alias, field.validation_alias)
+            if isinstance(name, str)
+        }
+    )
+    for model in (JobSpec, Step, Stage)
+}
+#: How alike a key and a field name must be (difflib's ratio) for the key to be taken as a typo of it: 0.75 takes
+#: two letters swapped in a four-letter name (``nmae``).
+_TYPO_CUTOFF = 0.75
 
 
-def _bind_error() -> SpecError:
-    return SpecError(INVALID_JSON_BODY)
+def _bind_error(where: str, what: str) -> SpecError:
+    """Go's ``Invalid JSON body``, then what is wrong and where (a path such as ``steps[0].id``; "" for the body)."""
+    return SpecError(f"{INVALID_JSON_BODY}: {where}: {what}" if where else f"{INVALID_JSON_BODY}: {what}")
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, as an error names what it got."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):  # 1.5, and Go refuses 1e3 and 1.0 for an integer too
+        return "a number with a fraction or exponent"
+    if isinstance(value, int):
+        return "an integer"
+    kinds = {str: "a string", list: "an array", _JSONObject: "an object"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _validation_error(error: ValidationError, prefix: str) -> SpecError:
+    """pydantic's first complaint about a field, said in the request's terms: the path, what was expected."""
+    first = error.errors(include_url=False)[0]
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+    return _bind_error((prefix.rstrip(".") + path).lstrip("."), _expected(first))
+
+
+_EXPECTED = {
+    "int_type": "expected an integer",
+    "string_type": "expected a string",
+    "bool_type": "expected true or false",
+    "dict_type": "expected an object",
+    "tuple_type": "expected an array",
+    "model_type": "expected an object",
+}
+
+
+def _expected(error: Mapping[str, Any]) -> str:
+    """What a field needed, from one of pydantic's error details (its ``type``, ``ctx``, ``input``, ``msg``)."""
+    kind, value, msg = error["type"], error["input"], str(error["msg"])
+    if kind in _EXPECTED:
+        return f"{_EXPECTED[kind]}, not {_kind(value)}"
+    if kind == "greater_than_equal":
+        return f"must be at least {error['ctx']['ge']}, not {value}"
+    if kind == "less_than_equal":
+        return f"must be at most {error['ctx']['le']}, not {value}"
+    return msg[:1].lower() + msg[1:]
 
 
 def _go_text(s: str) -> str:
@@ -120,11 +185,21 @@ def _reject_constant(name: str) -> Any:
 
 
 def _load_json(body: bytes) -> Any:
+    if body.startswith(b"\xef\xbb\xbf"):
+        raise _bind_error("", "the body starts with a UTF-8 byte order mark; send the JSON without it")
+    if not body.strip():
+        raise _bind_error("", "the body is empty")
     try:
         text = body.decode("utf-8")
         return json.loads(text, object_pairs_hook=_json_object, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise _bind_error() from exc
+    except UnicodeDecodeError as exc:
+        raise _bind_error("", f"the body is not UTF-8 (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise _bind_error("", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except ValueError as exc:  # NaN, Infinity
+        raise _bind_error("", f"not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise _bind_error("", "nested too deeply") from exc
 
 
 def _field_name(model: _Model, key: str) -> str | None:
@@ -134,24 +209,38 @@ def _field_name(model: _Model, key: str) -> str | None:
     return _FOLDED_FIELDS[model].get(key.translate(_FOLD))
 
 
-def _decode_struct(model: _Model, value: Any, into: dict[str, Any]) -> dict[str, Any]:
-    """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top."""
+def _refuse_typo(model: _Model, key: str, where: str) -> None:
+    """Refuse an unknown key that looks like a misspelt field name (``stpes``); any other is ignored, as in Go,
+    since clients may send fields of their own. A typo (a letter swapped, missed, doubled or wrong) changes the
+    length by one at most: a word alike but shorter or longer (``tags`` and ``stages``) is a field of its own."""
+    folded = key.translate(_FOLD)
+    alike = [name for name in _KNOWN_NAMES[model] if abs(len(name) - len(folded)) <= 1]
+    close = difflib.get_close_matches(folded, alike, n=1, cutoff=_TYPO_CUTOFF)
+    if close:
+        meant = _FOLDED_FIELDS[model].get(close[0], close[0].lower())
+        raise SpecError(f'unknown field "{where}{key}" (did you mean "{meant}"?)')
+
+
+def _decode_struct(model: _Model, value: Any, into: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top. ``where`` is
+    the object's path in the body, ending in a dot (``steps[0].``), for the errors."""
     if not isinstance(value, _JSONObject):
-        raise _bind_error()
+        raise _bind_error(where.rstrip("."), f"expected an object, not {_kind(value)}")
     decoded = dict(into)
     for key, member in value.members:
         name = _field_name(model, key)
-        # Unknown keys are skipped; null leaves the field as it was.
-        if name is not None and member is not None:
-            decoded[name] = _decode_field(model, name, member, decoded.get(name))
+        if name is None:
+            _refuse_typo(model, key, where)
+        elif member is not None:  # null leaves the field as it was
+            decoded[name] = _decode_field(model, name, member, decoded.get(name), where)
     return decoded
 
 
-def _decode_field(model: _Model, name: str, value: Any, current: Any) -> Any:
+def _decode_field(model: _Model, name: str, value: Any, current: Any, where: str) -> Any:
     if name == "metadata":
-        return _decode_metadata(value, current or {})
+        return _decode_metadata(value, current or {}, f"{where}metadata")
     if name == "steps":
-        return _decode_steps(value, current or [])
+        return _decode_steps(value, current or [], f"{where}steps")
     if name == "constraints":
         return _decode_constraints(value)
     if name == "resources":
@@ -162,34 +251,36 @@ def _decode_field(model: _Model, name: str, value: Any, current: Any) -> Any:
         return _decode_needs(value)
     if name in _ARTIFACT_DECODERS:
         return _ARTIFACT_DECODERS[name](value)
+    read = _GO_READERS.get(name) if model is JobSpec else None
     try:  # a scalar: Go's reading of ids and times, then the model's own field definition
-        read = _GO_READERS.get(name) if model is JobSpec else None
         return getattr(model.model_validate({name: read(value) if read else value}), name)
-    except ValueError as exc:  # pydantic's ValidationError is one
-        raise _bind_error() from exc
+    except ValidationError as exc:
+        raise _validation_error(exc, where) from exc
+    except ValueError as exc:  # Go's reading of an id or a time
+        raise _bind_error(f"{where}{name}", str(exc)) from exc
 
 
 _GO_READERS: dict[str, Callable[[object], object]] = {"id": _go_uuid, "timestamp": _go_time}
 
 
-def _decode_metadata(value: Any, current: dict[str, str]) -> dict[str, str]:
+def _decode_metadata(value: Any, current: dict[str, str], where: str) -> dict[str, str]:
     if not isinstance(value, _JSONObject):
-        raise _bind_error()
+        raise _bind_error(where, f"expected an object of strings, not {_kind(value)}")
     merged = dict(current)  # Go decodes into the map it already has
     for key, item in value.members:
         if item is not None and not isinstance(item, str):
-            raise _bind_error()
+            raise _bind_error(f"{where}[{json.dumps(key)}]", f"expected a string, not {_kind(item)}")
         merged[key] = item or ""  # Go stores "" for a null map value
     return merged
 
 
-def _decode_steps(value: Any, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _decode_steps(value: Any, current: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
-        raise _bind_error()
+        raise _bind_error(where, f"expected an array of steps, not {_kind(value)}")
     steps = []
     for index, item in enumerate(value):  # Go decodes element i on top of the existing element i
         existing = current[index] if index < len(current) else {}
-        steps.append(existing if item is None else _decode_struct(Step, item, existing))
+        steps.append(existing if item is None else _decode_struct(Step, item, existing, f"{where}[{index}]."))
     return steps
 
 
@@ -248,7 +339,7 @@ def _decode_stages(value: Any) -> list[dict[str, Any]]:
     """``stages`` (ours): a list of objects, each decoded as the job's own fields are, plus ``name`` and ``needs``."""
     if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
         raise SpecError(f"Invalid stages: {_STAGES_SHAPE}")
-    return [_decode_struct(Stage, item, {}) for item in value]
+    return [_decode_struct(Stage, item, {}, f"stages[{index}].") for index, item in enumerate(value)]
 
 
 def _decode_needs(value: Any) -> list[str]:
@@ -271,7 +362,7 @@ def _decode_job(body: bytes) -> JobSpec:
     try:
         return JobSpec.model_validate(fields)
     except ValidationError as exc:
-        raise _bind_error() from exc
+        raise _validation_error(exc, "") from exc
 
 
 def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
@@ -287,10 +378,14 @@ def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
     decoded = _decode_stages(members.get("stages"))
     if not decoded:
         raise SpecError("Invalid stages: name at least one stage to add")
+    return tuple(_stage(fields, index) for index, fields in enumerate(decoded)), by
+
+
+def _stage(fields: dict[str, Any], index: int) -> Stage:
     try:
-        return tuple(Stage.model_validate(fields) for fields in decoded), by
+        return Stage.model_validate(fields)
     except ValidationError as error:
-        raise _bind_error() from error
+        raise _validation_error(error, f"stages[{index}]") from error
 
 
 # -- the entry point ---------------------------------------------------------------------------------------
@@ -299,9 +394,9 @@ def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
 def parse_job_request(body: bytes) -> JobSpec:
     """Decode and validate a ``POST /build`` body.
 
-    Raises SpecError whose message is the Go API's plain-text 400 body: ``Invalid JSON body`` for anything
-    that does not decode (empty, not UTF-8, not JSON, wrong types, out-of-range integers), otherwise the
-    first problem ``validate_job_spec`` finds.
+    Raises SpecError whose message is the plain-text 400 body: ``Invalid JSON body: <where>: <what>`` for
+    anything that does not decode (empty, not UTF-8, not JSON, wrong types, out-of-range integers), an unknown
+    field that looks like a typo, otherwise the first problem ``validate_job_spec`` finds (Go's message).
     """
     spec = _decode_job(body)
     problem = validate_job_spec(spec)

@@ -148,7 +148,8 @@ def validate_job_spec(spec: JobSpec) -> str | None:
 
     The order is Go's: the name, the timeout, then each step in array order, then the callback URL; the
     job-status webhook's URL (ours, not Go's) is checked like the callback URL; the constraints and resources,
-    then the artifacts and inputs, then a pipeline's stages (ours too) come last.
+    then the artifacts and inputs, then a pipeline's stages (ours too), and last (ours) what would only fail at
+    run time: no steps, a step without an image, a repeated step id, a metadata key no environment can hold.
     """
     if not spec.name:
         return 'Invalid request payload: "name" is required'
@@ -169,6 +170,7 @@ def validate_job_spec(spec: JobSpec) -> str | None:
         or resources_problem(spec.resources)
         or artifacts_problem(spec.artifacts, spec.inputs)
         or _pipeline_problem(spec)
+        or _runnable_problem(spec)
     )
 
 
@@ -182,6 +184,38 @@ def _pipeline_problem(spec: JobSpec) -> str | None:
         field = "artifacts" if spec.artifacts else "inputs"
         return f"Invalid {field}: a pipeline keeps and reads artifacts in its stages; declare {field} there"
     return stages_problem(spec, spec.stages, validate_job_spec)
+
+
+def _runnable_problem(spec: JobSpec) -> str | None:
+    """What the Go API accepts but no executor can run (ours; the Go CRD requires steps and images too): a job
+    without steps (a pipeline's steps are in its stages), a step without an image, a step id used twice (0, no id,
+    may repeat: Go clients leave ids out), a metadata key that cannot be an environment variable."""
+    if not spec.steps and not spec.stages:
+        return "Invalid steps: a job needs at least one step"
+    problem = _metadata_problem("metadata", spec.metadata)
+    ids: set[int] = set()
+    for index, step in enumerate(spec.steps):
+        if problem is not None:
+            return problem
+        problem = _runnable_step_problem(f"steps[{index}]", step, ids)
+        ids.add(step.id)
+    return problem
+
+
+def _runnable_step_problem(where: str, step: Step, earlier_ids: set[int]) -> str | None:
+    if not step.image:
+        return f"Invalid {where}.image: a step needs an image to run in"
+    if step.id and step.id in earlier_ids:  # 0 is no id, and steps without one are fine
+        return f"Invalid {where}.id: step id {step.id} is used by an earlier step"
+    return _metadata_problem(f"{where}.metadata", step.metadata)
+
+
+def _metadata_problem(where: str, metadata: dict[str, str]) -> str | None:
+    """Metadata keys become environment variable names: empty, or with ``=`` or NUL, no process can be given one."""
+    for key in metadata:
+        if not key or "=" in key or "\0" in key:
+            return f"Invalid {where}: key {key!r} cannot be an environment variable name (empty, or has = or NUL)"
+    return None
 
 
 def _step_problem(step: Step) -> str | None:

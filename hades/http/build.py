@@ -1,4 +1,5 @@
-"""``POST /build``: validate as the Go Hades does, append ``submitted``, answer with the job id."""
+"""``POST /build``: validate as the Go Hades does (and refuse what it would accept but never run as meant), append
+``submitted``, answer with the job id."""
 
 from __future__ import annotations
 
@@ -40,14 +41,19 @@ def _text(status: int, message: str) -> Response[str]:
     operation_class=reads(JOB_PAYLOAD),
     responses={
         200: json_answer(BuildAccepted, "Enqueued"),
-        400: text_answer('The Go API\'s message: Invalid JSON body, "name" is required, a bad limit or callback URL'),
+        400: text_answer(
+            'The Go API\'s message (Invalid JSON body, then what and where; "name" is required; a bad limit or callback'
+            " URL), or ours naming the field: no steps, a step without an image, a repeated step id, a metadata key"
+            ' that cannot be an environment variable, a misspelt key (unknown field "stpes" (did you mean "steps"?))'
+        ),
         413: text_answer("The body is larger than MAX_REQUEST_BYTES, or the job does not fit in one event"),
         500: text_answer("Failed to enqueue job: the event log is unreachable"),
         **GUARDED,
     },
 )
 async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
-    """Enqueue a job; 400 with the Go Hades's plain-text message when it is invalid."""
+    """Enqueue a job; 400 with a plain-text message naming the problem when it is invalid (the Go Hades's message
+    where it has one)."""
     services: ApiServices = request.app.state.services
     require_basic_auth(request, services.auth_key)  # before the body is read, as a guard is
     status, answer = await enqueue(services, await request.body())

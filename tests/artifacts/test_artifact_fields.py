@@ -15,7 +15,7 @@ JOB = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
 
 def parse(**fields: Any) -> Any:
-    return parse_job_request(json.dumps({"name": "x", **fields}).encode())
+    return parse_job_request(json.dumps({"name": "x", "steps": [{"image": "alpine"}], **fields}).encode())
 
 
 def test_a_job_without_the_fields_is_stored_as_before_and_one_with_them_keeps_them() -> None:

@@ -24,6 +24,7 @@ from hades.core.spec import (
     validate_callback_url,
     validate_job_spec,
 )
+from hades.core.stages import Stage
 
 NAME_REQUIRED = 'Invalid request payload: "name" is required'
 BAD_NETWORK = "invalid network mode: must be none, bridge, host, default, or a valid network name"
@@ -33,15 +34,25 @@ def body(payload: Any) -> bytes:
     return json.dumps(payload).encode()
 
 
+ONE_STEP = {"image": "alpine"}
+
+
 def job(**fields: Any) -> bytes:
-    """A body with a valid name plus the given fields."""
-    return body({"name": "job", **fields})
+    """A body with a valid name and one runnable step, plus (or instead) the given fields."""
+    return body({"name": "job", "steps": [ONE_STEP], **fields})
 
 
 def error_of(raw: bytes) -> str:
     with pytest.raises(SpecError) as caught:
         parse_job_request(raw)
     return str(caught.value)
+
+
+def bind_error_of(raw: bytes) -> str:
+    """The refusal of a body that does not bind: Go's ``Invalid JSON body``, then (ours) what and where."""
+    message = error_of(raw)
+    assert message.startswith(f"{INVALID_JSON_BODY}: ")
+    return message
 
 
 # -- valid payloads ------------------------------------------------------------------------------------------
@@ -136,14 +147,8 @@ def test_every_field_is_read() -> None:
     assert spec.steps[0].memory_swap_bytes == 2 * 1024**3
 
 
-def test_steps_may_be_missing_or_empty_and_are_not_checked() -> None:
-    assert parse_job_request(job()).steps == ()
-    assert parse_job_request(job(steps=[])).steps == ()
-    assert parse_job_request(job(steps=[{}])).steps == (Step(),)
-
-
 def test_unknown_fields_are_ignored() -> None:
-    spec = parse_job_request(job(surprise={"deep": [1, 2]}, steps=[{"id": 1, "also": "ignored"}]))
+    spec = parse_job_request(job(surprise={"deep": [1, 2]}, steps=[{"id": 1, "image": "a", "also": "ignored"}]))
     assert spec.steps[0].id == 1
     assert "surprise" not in spec.model_dump()
 
@@ -152,9 +157,9 @@ def test_field_names_match_case_insensitively_as_in_go() -> None:
     spec = parse_job_request(body({"NAME": "job", "Timeout_Seconds": 5, "Steps": [{"IMAGE": "alpine"}]}))
     assert (spec.name, spec.timeout_seconds, spec.steps[0].image) == ("job", 5, "alpine")
     # Go folds the Kelvin sign and the long s onto K and S.
-    assert parse_job_request(body({"name": "job", "timeout_\u017feconds": 4})).timeout_seconds == 4
+    assert parse_job_request(job(**{"timeout_\u017feconds": 4})).timeout_seconds == 4
     # An exact match is preferred, and a later key decodes on top of an earlier one.
-    assert parse_job_request(body({"name": "a", "NAME": "b"})).name == "b"
+    assert parse_job_request(job(name="a", NAME="b")).name == "b"
     # Metadata keys are map keys: never folded.
     assert parse_job_request(job(metadata={"Key": "v"})).metadata == {"Key": "v"}
 
@@ -167,7 +172,7 @@ def test_repeated_keys_decode_on_top_of_each_other() -> None:
 
 
 def test_a_bad_value_under_a_repeated_key_is_still_an_error() -> None:
-    assert error_of(b'{"name":"job","timeout_seconds":"1","timeout_seconds":1}') == INVALID_JSON_BODY
+    bind_error_of(b'{"name":"job","timeout_seconds":"1","timeout_seconds":1}')
 
 
 # -- null means absent ---------------------------------------------------------------------------------------
@@ -175,20 +180,25 @@ def test_a_bad_value_under_a_repeated_key_is_still_an_error() -> None:
 
 def test_null_fields_take_their_defaults() -> None:
     nulls = dict.fromkeys(
-        ["id", "timestamp", "metadata", "steps", "callback_url", "status_callback_url", "timeout_seconds", "priority"]
+        ["id", "timestamp", "metadata", "callback_url", "status_callback_url", "timeout_seconds", "priority"]
     )
     spec = parse_job_request(job(**nulls))
-    assert spec == JobSpec(name="job")
+    assert spec == JobSpec(name="job", steps=(Step(image="alpine"),))
     assert spec.priority == 3
 
 
 def test_null_step_fields_take_their_defaults() -> None:
-    fields = dict.fromkeys(Step.model_fields)
-    assert parse_job_request(job(steps=[fields])).steps == (Step(),)
+    fields = {**dict.fromkeys(Step.model_fields), "image": "alpine"}
+    assert parse_job_request(job(steps=[fields])).steps == (Step(image="alpine"),)
 
 
-def test_null_step_is_a_zero_step() -> None:
-    assert parse_job_request(job(steps=[None, {"id": 2}])).steps == (Step(), Step(id=2))
+def test_null_step_is_a_zero_step_or_leaves_the_earlier_one() -> None:
+    assert (
+        validate_job_spec(JobSpec(name="job", steps=(Step(),)))
+        == "Invalid steps[0].image: a step needs an image to run in"
+    )
+    raw = b'{"name":"job","steps":[{"image":"a","id":1},{"image":"b","id":2}],"steps":[null,{"id":3}]}'
+    assert parse_job_request(raw).steps == (Step(image="a", id=1), Step(image="b", id=3))
 
 
 def test_null_metadata_value_is_empty_string() -> None:
@@ -196,7 +206,7 @@ def test_null_metadata_value_is_empty_string() -> None:
 
 
 def test_null_leaves_an_earlier_value_in_place() -> None:
-    assert parse_job_request(b'{"name":"job","name":null}').name == "job"
+    assert parse_job_request(b'{"name":"job","name":null,"steps":[{"image":"a"}]}').name == "job"
 
 
 def test_null_name_is_missing() -> None:
@@ -212,8 +222,8 @@ def test_go_readings_belong_to_the_request_path_not_the_models() -> None:
     a request body gets Go's readings (nulls, UUID forms, strict RFC 3339) from ``parse_job_request``."""
     plain = "0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11"
     assert parse_job_request(job(id="{" + plain + "}")).id == UUID(plain)  # Go drops one character each side
-    assert error_of(job(timestamp="2025-03-01T12:00:00")) == INVALID_JSON_BODY  # no zone: Go refuses it
-    assert error_of(job(timestamp="2025-03-01 12:00:00Z")) == INVALID_JSON_BODY
+    bind_error_of(job(timestamp="2025-03-01T12:00:00"))  # no zone: Go refuses it
+    bind_error_of(job(timestamp="2025-03-01 12:00:00Z"))
     with pytest.raises(ValueError):
         JobSpec.model_validate({"name": "job", "timestamp": "2025-03-01T12:00:00"})  # aware times only
 
@@ -246,7 +256,7 @@ def test_go_readings_belong_to_the_request_path_not_the_models() -> None:
     ids=lambda raw: repr(raw[:30]),
 )
 def test_undecodable_bodies(raw: bytes) -> None:
-    assert error_of(raw) == INVALID_JSON_BODY
+    bind_error_of(raw)
 
 
 @pytest.mark.parametrize(
@@ -308,7 +318,7 @@ def test_undecodable_bodies(raw: bytes) -> None:
     ids=repr,
 )
 def test_type_mismatches(fields: dict[str, Any]) -> None:
-    assert error_of(job(**fields)) == INVALID_JSON_BODY
+    bind_error_of(job(**fields))
 
 
 @pytest.mark.parametrize(
@@ -344,14 +354,135 @@ def test_rfc3339_timestamps(text: str, expected: datetime) -> None:
 
 
 def test_lone_surrogate_escapes_become_replacement_characters_as_in_go() -> None:
-    spec = parse_job_request(b'{"name": "a\\ud800b", "metadata": {"\\udc00": "x"}}')
+    spec = parse_job_request(b'{"name": "a\\ud800b", "metadata": {"\\udc00": "x"}, "steps": [{"image": "a"}]}')
     assert spec.name == "a\ufffdb"
     assert spec.metadata == {"\ufffd": "x"}
 
 
 def test_type_error_beats_missing_name() -> None:
-    assert error_of(body({"timeout_seconds": "1"})) == INVALID_JSON_BODY
-    assert error_of(body({"steps": [{"cpu_limit": -1}]})) == INVALID_JSON_BODY
+    bind_error_of(body({"timeout_seconds": "1"}))
+    bind_error_of(body({"steps": [{"cpu_limit": -1}]}))
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"", "the body is empty"),
+        (b"\xef\xbb\xbf" + job(), "the body starts with a UTF-8 byte order mark; send the JSON without it"),
+        (b'{"name": "\xc3\x28"}', "the body is not UTF-8 (byte 10)"),
+        (b'{"name": "job",}', "not JSON: Expecting property name enclosed in double quotes at line 1 column 16"),
+        (b"[]", "expected an object, not an array"),
+        (job(steps=[{"id": "1"}]), "steps[0].id: expected an integer, not a string"),
+        (job(steps=[{"id": 1e12}]), "steps[0].id: expected an integer, not a number with a fraction or exponent"),
+        (job(steps=[{"cpu_limit": -1}]), "steps[0].cpu_limit: must be at least 0, not -1"),
+        (job(steps=[{"continue_on_error": "yes"}]), "steps[0].continue_on_error: expected true or false, not a string"),
+        (job(steps=[{"metadata": {"N": 1}}]), 'steps[0].metadata["N"]: expected a string, not an integer'),
+        (job(steps=[1]), "steps[0]: expected an object, not an integer"),
+        (job(steps={"id": 1}), "steps: expected an array of steps, not an object"),
+        (job(metadata=["A"]), "metadata: expected an object of strings, not an array"),
+        (job(id="not-a-uuid"), "id: expected a UUID such as 0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11"),
+        (job(timestamp="yesterday"), "timestamp: expected an RFC 3339 time with a zone, such as 2024-05-01T10:20:30Z"),
+        (job(timeout_seconds=2**63), "timeout_seconds: must be at most 9223372036854775807, not 9223372036854775808"),
+        (job(priority="high"), "priority: expected an integer, not a string"),
+    ],
+    ids=repr,
+)
+def test_a_bind_error_says_what_and_where_after_the_go_message(raw: bytes, message: str) -> None:
+    assert error_of(raw) == f"{INVALID_JSON_BODY}: {message}"
+
+
+# -- misspelt keys -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"name": "t", "stpes": [ONE_STEP]}, 'unknown field "stpes" (did you mean "steps"?)'),
+        ({"name": "t", "STPES": [ONE_STEP]}, 'unknown field "STPES" (did you mean "steps"?)'),
+        ({"nmae": "t", "steps": [ONE_STEP]}, 'unknown field "nmae" (did you mean "name"?)'),
+        (
+            {"name": "t", "steps": [ONE_STEP], "timout_seconds": 5},
+            'unknown field "timout_seconds" (did you mean "timeout_seconds"?)',
+        ),
+        (
+            {"name": "t", "steps": [ONE_STEP, {**ONE_STEP, "scirpt": "exit 1"}]},
+            'unknown field "steps[1].scirpt" (did you mean "script"?)',
+        ),
+        (
+            {"name": "t", "steps": [{**ONE_STEP, "continue_on_eror": True}]},
+            'unknown field "steps[0].continue_on_eror" (did you mean "continue_on_error"?)',
+        ),
+    ],
+)
+def test_a_misspelt_key_is_refused_naming_the_field_meant(payload: dict[str, Any], message: str) -> None:
+    assert error_of(body(payload)) == message
+
+
+@pytest.mark.parametrize("key", ["tags", "colour", "owner", "callback", "timeout", "env", "labels", "retries"])
+def test_other_unknown_keys_are_still_ignored(key: str) -> None:
+    assert parse_job_request(job(**{key: "x"}, steps=[{**ONE_STEP, key: "x"}])) == parse_job_request(job())
+
+
+_EVERY_FIELD = sorted({*JobSpec.model_fields, *Step.model_fields, *Stage.model_fields})
+
+
+@pytest.mark.parametrize("key", [*_EVERY_FIELD, *(name.upper() for name in _EVERY_FIELD)])
+def test_no_field_of_any_model_is_taken_for_a_typo_at_any_level(key: str) -> None:
+    """A field of the job, a step or a stage, sent at any of those levels, is never refused as a typo (null, so that
+    its value is not checked; the job may still be refused for what the null leaves out)."""
+    stage = {"name": "a", "steps": [ONE_STEP], key: None}
+    for payload in (
+        {"name": "t", "steps": [{**ONE_STEP, key: None}], key: None},
+        {"name": "p", "stages": [stage], key: None},
+    ):
+        try:
+            parse_job_request(body(payload))
+        except SpecError as error:
+            assert not str(error).startswith("unknown field")
+
+
+# -- what would only fail at run time (ours) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", [{"name": "t"}, {"name": "t", "steps": []}, {"name": "t", "steps": None}])
+def test_a_job_needs_a_step(payload: dict[str, Any]) -> None:
+    assert error_of(body(payload)) == "Invalid steps: a job needs at least one step"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"steps": [ONE_STEP, {"script": "true"}]}, "Invalid steps[1].image: a step needs an image to run in"),
+        ({"steps": [{**ONE_STEP, "image": ""}]}, "Invalid steps[0].image: a step needs an image to run in"),
+        (
+            {"steps": [{**ONE_STEP, "id": 1}, {**ONE_STEP, "id": 2}, {**ONE_STEP, "id": 1}]},
+            "Invalid steps[2].id: step id 1 is used by an earlier step",
+        ),
+        (
+            {"metadata": {"A=B": "x"}},
+            "Invalid metadata: key 'A=B' cannot be an environment variable name (empty, or has = or NUL)",
+        ),
+        (
+            {"steps": [{**ONE_STEP, "metadata": {"": "x"}}]},
+            "Invalid steps[0].metadata: key '' cannot be an environment variable name (empty, or has = or NUL)",
+        ),
+        (
+            {"steps": [{**ONE_STEP, "metadata": {"A\0": "x"}}]},
+            "Invalid steps[0].metadata: key 'A\\x00' cannot be an environment variable name (empty, or has = or NUL)",
+        ),
+    ],
+)
+def test_what_would_fail_at_run_time_is_refused(fields: dict[str, Any], message: str) -> None:
+    assert error_of(job(**fields)) == message
+
+
+def test_steps_without_ids_may_share_the_zero_id() -> None:
+    assert len(parse_job_request(job(steps=[ONE_STEP, ONE_STEP, {**ONE_STEP, "id": 0}])).steps) == 3
+
+
+def test_go_messages_come_before_ours() -> None:
+    assert error_of(job(steps=[{"pids_limit": -1}])) == "pids_limit cannot be negative"
+    assert error_of(body({"steps": []})) == NAME_REQUIRED
 
 
 # -- the validator's messages --------------------------------------------------------------------------------
@@ -421,9 +552,10 @@ def test_order_within_a_step(step: dict[str, Any], message: str) -> None:
 
 
 def test_valid_step_limits() -> None:
-    step = {"memory_limit": "512m", "memory_swap": "512M", "pids_limit": 0, "network": "bridge"}
+    step = {"image": "a", "memory_limit": "512m", "memory_swap": "512M", "pids_limit": 0, "network": "bridge"}
     assert parse_job_request(job(steps=[step])).steps[0].memory_swap_bytes == 512 * 1024**2
-    assert parse_job_request(job(steps=[{"memory_limit": "1g", "memory_swap": "2G"}])).steps[0].memory_bytes == 1024**3
+    step = {"image": "a", "memory_limit": "1g", "memory_swap": "2G"}
+    assert parse_job_request(job(steps=[step])).steps[0].memory_bytes == 1024**3
 
 
 def test_first_step_error_beats_second() -> None:
@@ -621,7 +753,7 @@ def test_spec_round_trips_through_json() -> None:
     raw = job(
         id="01234567-89ab-cdef-0123-456789abcdef",
         timestamp="2024-05-01T10:20:30.25-03:00",
-        steps=[{"id": 1, "metadata": {"A": "b"}, "cpu_limit": 2**64 - 1}],
+        steps=[{"id": 1, "image": "a", "metadata": {"A": "b"}, "cpu_limit": 2**64 - 1}],
     )
     spec = parse_job_request(raw)
     assert JobSpec.model_validate_json(spec.model_dump_json()) == spec
@@ -629,7 +761,7 @@ def test_spec_round_trips_through_json() -> None:
 
 
 def test_validate_job_spec_on_a_model() -> None:
-    assert validate_job_spec(JobSpec(name="job")) is None
+    assert validate_job_spec(JobSpec(name="job", steps=(Step(image="alpine"),))) is None
     assert validate_job_spec(JobSpec()) == NAME_REQUIRED
 
 

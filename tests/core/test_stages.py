@@ -45,7 +45,7 @@ def test_a_pipeline_decodes_and_a_plain_job_is_stored_as_before() -> None:
     )
     assert spec.is_pipeline and [s.name for s in spec.stages] == ["build", "test"]
     assert spec.stages[1].needs == ("build",) and spec.stages[0].needs is None
-    plain = parse({"name": "plain", "steps": [{"id": 1}]})
+    plain = parse({"name": "plain", "steps": [{"id": 1, "image": "alpine"}]})
     assert "stages" not in plain.model_dump(mode="json") and not plain.is_pipeline
 
     build = stage_spec(spec, spec.stages[0], PID)
@@ -123,7 +123,15 @@ def test_a_pipeline_decodes_and_a_plain_job_is_stored_as_before() -> None:
             'Invalid needs: must be a list of stage names, such as ["build"]',
         ),
         ({"stages": [stage("a")]}, 'Invalid request payload: "name" is required'),
-        ({"name": "p", "stages": [stage("a", priority="high")]}, "Invalid JSON body"),
+        (
+            {"name": "p", "stages": [stage("a", priority="high")]},
+            "Invalid JSON body: stages[0].priority: expected an integer, not a string",
+        ),
+        ({"name": "p", "stages": [stage("a", stpes=[])]}, 'unknown field "stages[0].stpes" (did you mean "steps"?)'),
+        (
+            {"name": "p", "stages": [stage("a", steps=[{"id": 1, "script": "true"}])]},
+            "Invalid stages[0] (a): Invalid steps[0].image: a step needs an image to run in",
+        ),
     ],
 )
 def test_every_refusal_names_the_field(body: Any, message: str) -> None:

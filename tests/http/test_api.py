@@ -212,13 +212,43 @@ def step(**fields: Any) -> dict[str, Any]:
         pytest.param({}, NAME_REQUIRED, id="name-missing"),
         pytest.param({"name": ""}, NAME_REQUIRED, id="name-empty"),
         pytest.param(None, NAME_REQUIRED, id="top-level-null"),
-        pytest.param({"name": 42}, INVALID_JSON, id="name-not-a-string"),
-        pytest.param([{"name": "job"}], INVALID_JSON, id="top-level-array"),
-        pytest.param({"name": "j", "steps": [step(cpu_limit=-1)]}, INVALID_JSON, id="cpu-limit-negative"),
-        pytest.param({"name": "j", "id": "not-a-uuid"}, INVALID_JSON, id="id-not-a-uuid"),
-        pytest.param({"name": "j", "timestamp": "yesterday"}, INVALID_JSON, id="timestamp-not-rfc3339"),
-        pytest.param({"name": "j", "metadata": {"N": 1}}, INVALID_JSON, id="metadata-value-not-a-string"),
-        pytest.param({"name": "j", "steps": {"id": 1}}, INVALID_JSON, id="steps-not-an-array"),
+        pytest.param({"name": 42}, f"{INVALID_JSON}: name: expected a string, not an integer", id="name-not-a-string"),
+        pytest.param([{"name": "job"}], f"{INVALID_JSON}: expected an object, not an array", id="top-level-array"),
+        pytest.param(
+            {"name": "j", "steps": [step(cpu_limit=-1)]},
+            f"{INVALID_JSON}: steps[0].cpu_limit: must be at least 0, not -1",
+            id="cpu-limit-negative",
+        ),
+        pytest.param(
+            {"name": "j", "steps": [step(id="1")]},
+            f"{INVALID_JSON}: steps[0].id: expected an integer, not a string",
+            id="step-id-not-an-integer",
+        ),
+        pytest.param(
+            {"name": "j", "steps": ONE_STEP, "timeout_seconds": 1e12},
+            f"{INVALID_JSON}: timeout_seconds: expected an integer, not a number with a fraction or exponent",
+            id="int-with-an-exponent",
+        ),
+        pytest.param(
+            {"name": "j", "id": "not-a-uuid"},
+            f"{INVALID_JSON}: id: expected a UUID such as 0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11",
+            id="id-not-a-uuid",
+        ),
+        pytest.param(
+            {"name": "j", "timestamp": "yesterday"},
+            f"{INVALID_JSON}: timestamp: expected an RFC 3339 time with a zone, such as 2024-05-01T10:20:30Z",
+            id="timestamp-not-rfc3339",
+        ),
+        pytest.param(
+            {"name": "j", "metadata": {"N": 1}},
+            f'{INVALID_JSON}: metadata["N"]: expected a string, not an integer',
+            id="metadata-value-not-a-string",
+        ),
+        pytest.param(
+            {"name": "j", "steps": {"id": 1}},
+            f"{INVALID_JSON}: steps: expected an array of steps, not an object",
+            id="steps-not-an-array",
+        ),
         pytest.param({"name": "j", "timeout_seconds": -1}, "timeout_seconds cannot be negative", id="timeout-neg"),
         pytest.param(
             {"name": "j", "timeout_seconds": 9223372037},
@@ -272,6 +302,55 @@ async def test_invalid_job_gets_the_go_message(client: httpx.AsyncClient, payloa
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
+        pytest.param({"name": "j"}, "Invalid steps: a job needs at least one step", id="steps-missing"),
+        pytest.param({"name": "j", "steps": []}, "Invalid steps: a job needs at least one step", id="steps-empty"),
+        pytest.param({"name": "j", "steps": None}, "Invalid steps: a job needs at least one step", id="steps-null"),
+        pytest.param(
+            {"name": "j", "steps": [{"id": 1, "script": "true"}]},
+            "Invalid steps[0].image: a step needs an image to run in",
+            id="image-missing",
+        ),
+        pytest.param(
+            {"name": "j", "steps": [step(id=1), step(id=1)]},
+            "Invalid steps[1].id: step id 1 is used by an earlier step",
+            id="step-id-twice",
+        ),
+        pytest.param(
+            {"name": "j", "steps": ONE_STEP, "metadata": {"A=B": "x"}},
+            "Invalid metadata: key 'A=B' cannot be an environment variable name (empty, or has = or NUL)",
+            id="metadata-key-with-equals",
+        ),
+        pytest.param(
+            {"name": "j", "steps": [step(metadata={"": "x"})]},
+            "Invalid steps[0].metadata: key '' cannot be an environment variable name (empty, or has = or NUL)",
+            id="step-metadata-key-empty",
+        ),
+        pytest.param(
+            {"name": "t", "stpes": ONE_STEP},
+            'unknown field "stpes" (did you mean "steps"?)',
+            id="job-key-misspelt",
+        ),
+        pytest.param(
+            {"name": "t", "steps": [step(scirpt="exit 1")]},
+            'unknown field "steps[0].scirpt" (did you mean "script"?)',
+            id="step-key-misspelt",
+        ),
+    ],
+)
+async def test_a_job_that_could_not_run_as_meant_is_refused_naming_why(
+    client: httpx.AsyncClient, payload: Any, message: str
+) -> None:
+    assert_plain_400(await post_json(client, payload), message)
+
+
+async def test_a_pipeline_needs_no_steps_of_its_own(client: httpx.AsyncClient) -> None:
+    stage = {"name": "build", "steps": ONE_STEP}
+    assert (await post_json(client, {"name": "p", "stages": [stage]})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
         pytest.param({"timeout_seconds": -1}, NAME_REQUIRED, id="name-before-timeout"),
         pytest.param(
             {"name": "j", "timeout_seconds": -1, "steps": [step(pids_limit=-1)]},
@@ -301,7 +380,16 @@ async def test_first_problem_in_go_order_wins(client: httpx.AsyncClient, payload
 )
 async def test_undecodable_body_is_invalid_json(client: httpx.AsyncClient, raw: bytes) -> None:
     response = await client.post("/build", content=raw, headers={"content-type": "application/json"})
-    assert_plain_400(response, INVALID_JSON)
+    assert response.status_code == 400
+    assert response.text.startswith(f"{INVALID_JSON}: "), response.text  # Go's message, then what is wrong
+
+
+async def test_a_byte_order_mark_is_named(client: httpx.AsyncClient) -> None:
+    raw = b"\xef\xbb\xbf" + json.dumps({"name": "job", "steps": ONE_STEP}).encode()
+    response = await client.post("/build", content=raw, headers={"content-type": "application/json"})
+    assert_plain_400(
+        response, f"{INVALID_JSON}: the body starts with a UTF-8 byte order mark; send the JSON without it"
+    )
 
 
 async def test_refused_job_is_not_stored(client: httpx.AsyncClient) -> None:
@@ -313,8 +401,8 @@ async def test_refused_job_is_not_stored(client: httpx.AsyncClient) -> None:
 
 
 async def test_job_too_large_for_one_message_is_a_client_error(client: httpx.AsyncClient) -> None:
-    # Under MAX_REQUEST_BYTES as sent, but every empty step is written out in full in the ``submitted`` event.
-    response = await client.post("/build", json={"name": "big", "steps": [{}] * 100_000})
+    # Under MAX_REQUEST_BYTES as sent, but every short step is written out in full in the ``submitted`` event.
+    response = await client.post("/build", json={"name": "big", "steps": [{"image": "a"}] * 50_000})
     assert response.status_code == 413
     assert response.headers["content-type"].startswith("text/plain")
     assert response.text.startswith("job too large: ")

@@ -24,7 +24,7 @@ TOO_LARGE = f"request body too large: the limit is {LIMIT} bytes (MAX_REQUEST_BY
 
 def job_of_size(size: int) -> bytes:
     """A valid job, padded with blanks to exactly ``size`` bytes."""
-    body = json.dumps({"name": "sized", "steps": [{"id": 1, "script": "true"}]}).encode()
+    body = json.dumps({"name": "sized", "steps": [{"id": 1, "image": "busybox", "script": "true"}]}).encode()
     return body + b" " * (size - len(body))
 
 

@@ -86,7 +86,7 @@ async def test_what_it_does_not_answer_itself_goes_to_litestar(apps: Apps) -> No
 
     await both(method="POST", url="/build", content=b"x" * 1001)  # 413, from the Content-Length
     assert apps.handed_on.calls == 1
-    chunked = [b'{"name": "chunked", ', b'"steps": []}']
+    chunked = [b'{"name": "chunked", ', b'"steps": [{"image": "busybox"}]}']
 
     async def stream() -> AsyncIterator[bytes]:
         for chunk in chunked:

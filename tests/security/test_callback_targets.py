@@ -96,7 +96,7 @@ def test_the_host_is_read_as_the_url_parser_reads_it(url: str, host: str) -> Non
 
 
 def _spec(**fields: Any) -> Any:
-    return parse_job_request(json.dumps({"name": "j", **fields}).encode())
+    return parse_job_request(json.dumps({"name": "j", "steps": [{"image": "alpine"}], **fields}).encode())
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,7 @@ async def test_hades_refuses_at_submit_and_records_a_refused_delivery(start_hade
             WEBHOOK_MAX_ATTEMPTS="1",
             LOG_FORWARD_MAX_ATTEMPTS="1",
         )
-        job = {"name": "ssrf", "steps": [{"id": 1, "script": "echo hi"}]}
+        job = {"name": "ssrf", "steps": [{"id": 1, "image": "ignored", "script": "echo hi"}]}
         refused = await hades.client.post("/build", json={**job, "callback_url": f"{receiver.url}/logs"})
         assert refused.status_code == 400
         assert refused.text == (

@@ -62,6 +62,7 @@ async def test_secrets_never_reach_a_hades_log_record(
             "steps": [
                 {
                     "id": 1,
+                    "image": "ignored",
                     "script": f"export DEPLOY_TOKEN={SECRETS['script']}; exit 3",
                     "metadata": {"DB_PASSWORD": SECRETS["step metadata"]},
                 }
