@@ -337,6 +337,7 @@ def _api(
         pipeline_token_key=pipeline_key,
         max_pipeline_stages=settings.max_pipeline_stages,
         max_attempts=settings.max_attempts,
+        connected=lambda: nc.is_connected,
     )
     app = create_app(
         services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
