@@ -77,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run every role in one process, on an embedded nats-server",
         description="Run the API, scheduler, executor (HADES_EXECUTOR, Docker by default) and notifier in one "
         "process. Without NATS_URL it starts its own nats-server, keeping the JetStream store in HADES_DATA_DIR "
-        "(./.hades), and applies streams.yaml first; the API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it "
-        "gracefully; a restart from the same folder resumes where it stopped.",
+        "(./.hades), which only one `hades up` may use at a time, and applies streams.yaml first; it exits with an "
+        "error if that server dies. The API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it gracefully, a "
+        "second one at once; a restart from the same folder resumes where it stopped.",
     )
     up.set_defaults(handler=_up)
     for role in ("api", "scheduler", "executor", "notifier", "logmanager"):
