@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -29,6 +29,9 @@ from hades.http.dashboard.config import DashboardConfigError
 from hades.streams_show import EXIT_CODES as streams_exit_codes
 from hades.streams_show import streams_show as show_streams
 from hades.streams_show import tool_nats_url
+
+if TYPE_CHECKING:
+    from hades.adapters.nats.server import EmbeddedNats
 
 log = logging.getLogger("hades")
 
@@ -74,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run every role in one process, on an embedded nats-server",
         description="Run the API, scheduler, executor (HADES_EXECUTOR, Docker by default) and notifier in one "
         "process. Without NATS_URL it starts its own nats-server, keeping the JetStream store in HADES_DATA_DIR "
-        "(./.hades), and applies streams.yaml first; the API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it "
-        "gracefully; a restart from the same folder resumes where it stopped.",
+        "(./.hades), which only one `hades up` may use at a time, and applies streams.yaml first; it exits with an "
+        "error if that server dies. The API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it gracefully, a "
+        "second one at once; a restart from the same folder resumes where it stopped.",
     )
     up.set_defaults(handler=_up)
     for role in ("api", "scheduler", "executor", "notifier", "logmanager"):
@@ -192,13 +196,19 @@ def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
 
 
 def _up(_args: argparse.Namespace, settings: Settings) -> int:
+    from hades.adapters.data_lock import DataDirLock
     from hades.adapters.nats.server import start_nats, store_dir_for
     from hades.runtime import Roles, serve
 
-    embedded = None
     url = settings.nats_url
     _ensure_free("API_PORT", settings.api_host, settings.api_port)
-    if url is None:
+    if url is not None:
+        _run(_apply_topology(url, settings, quiet=True))
+        log.info("API on http://localhost:%d", settings.api_port)
+        _run(serve(settings, Roles.all(), url))
+        return 0
+    lock = DataDirLock(Path(settings.data_dir).absolute())  # before any nats-server touches the store
+    try:
         _ensure_free("NATS_PORT", "127.0.0.1", settings.nats_port, "or set NATS_URL to use the server already there")
         store = store_dir_for(settings.data_dir)
         embedded = start_nats(
@@ -206,17 +216,41 @@ def _up(_args: argparse.Namespace, settings: Settings) -> int:
             port=settings.nats_port,
             sync_interval=settings.nats_sync_interval,
             log_file=store / "server.log",
+            hold=(lock.fd,),
         )
-        url = embedded.url
-        log.info("embedded nats-server at %s, data in %s", url, store)
-    try:
-        _run(_apply_topology(url, settings, quiet=True))
-        log.info("API on http://localhost:%d", settings.api_port)
-        _run(serve(settings, Roles.all(), url))
-    finally:
-        if embedded is not None:
+        log.info("embedded nats-server at %s, data in %s", embedded.url, store)
+        try:
+            _run(_apply_topology(embedded.url, settings, quiet=True))
+            log.info("API on http://localhost:%d", settings.api_port)
+            _run(_serve_embedded(settings, embedded))
+        finally:
             embedded.stop()
+    finally:
+        lock.release()
     return 0
+
+
+async def _serve_embedded(settings: Settings, embedded: EmbeddedNats) -> None:
+    """Every role over the embedded server, and the server watched: if it dies, the process stops at once.
+
+    Without its server the process could only spin (every append timing out) and nothing it did could be recorded,
+    so it exits non-zero for its supervisor (systemd, Docker's restart policy, ``make up`` again) to restart it;
+    JetStream recovers from its store, and the executors' sweep and the watchdog take back what was running.
+    """
+    from hades.runtime import Roles, serve, stop_at_once
+
+    serving = asyncio.create_task(serve(settings, Roles.all(), embedded.url))
+    watching = asyncio.create_task(embedded.exited())
+    await asyncio.wait({serving, watching}, return_when=asyncio.FIRST_COMPLETED)
+    if serving.done():
+        watching.cancel()
+        serving.result()  # what stopped it, if anything did
+        return
+    stop_at_once(
+        1,
+        f"the embedded nats-server exited unexpectedly (status {watching.result()}; its log: "
+        f"{embedded.store_dir / 'server.log'}): stopping hades at once, for its supervisor to start it again",
+    )
 
 
 def _ensure_free(variable: str, host: str, port: int, alternative: str = "") -> None:

@@ -147,6 +147,7 @@ async def run_operator_role(
         leader_elect=settings.leader_elect,
         health_address=settings.health_probe_bind_address,
         labels=labels,
+        connected=lambda: nc.is_connected,
     )
     parts = RunnerParts.of(settings, nc, tracing, metrics, labels)
 

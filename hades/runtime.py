@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
 import uvicorn
 from nats.aio.client import Client
@@ -111,6 +113,7 @@ async def serve(
         up = asyncio.Event()
         try:
             await _serve(settings, roles, nats_url, stop, tracing, up)
+            log.info("hades stopped")
             return
         except UNAVAILABLE as error:
             if up.is_set() or stop.is_set() or asyncio.get_running_loop().time() > deadline:
@@ -337,6 +340,7 @@ def _api(
         pipeline_token_key=pipeline_key,
         max_pipeline_stages=settings.max_pipeline_stages,
         max_attempts=settings.max_attempts,
+        connected=lambda: nc.is_connected,
     )
     app = create_app(
         services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
@@ -389,8 +393,28 @@ async def _cancel(task: asyncio.Task[None]) -> None:
 
 
 def _stop_on_signals() -> asyncio.Event:
+    """The first SIGINT/SIGTERM stops gracefully (running jobs get their grace); a second one stops at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        if stop.is_set():
+            stop_at_once(
+                128 + sig, f"{sig.name} again while stopping: stopping at once, without waiting for running jobs"
+            )
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     return stop
+
+
+def stop_at_once(status: int, why: str) -> NoReturn:
+    """End the process now with ``status``, ``why`` logged as an error, nothing drained or handed back.
+
+    What that leaves (containers, attempts that were running) the executors' sweep and the watchdog take back, as
+    after a crash; an embedded nats-server still alive gets SIGTERM from the kernel and flushes its store.
+    """
+    log.error("%s", why)
+    logging.shutdown()
+    os._exit(status)

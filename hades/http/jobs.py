@@ -22,7 +22,16 @@ from hades.http.log_views import ERROR_HEADER, attempt_headers, attempt_logs, cu
 from hades.http.services import ApiServices
 from hades.http.stage_views import follow_pipeline, pipeline_fields, pipeline_logs, pipeline_state
 from hades.http.views import event_row, job_detail, parse_moment
-from hades.http.wire.answers import GUARDED, JOB_NOT_FOUND, AlsoStreams, Error, Health, json_answer, text_answer
+from hades.http.wire.answers import (
+    GUARDED,
+    JOB_NOT_FOUND,
+    AlsoStreams,
+    Error,
+    Health,
+    Unhealthy,
+    json_answer,
+    text_answer,
+)
 from hades.http.wire.jobs import Events, JobDetail, JobStatus, Logs
 from hades.projections.timing import JobTiming
 from hades.projections.views import ReadModels
@@ -205,7 +214,17 @@ async def get_events(request: Request[Any, Any, State], job_id: FromPath[str]) -
     return Response(content={"events": [event_row(r) for r in history]})
 
 
-@get("/health", sync_to_thread=False, responses={200: json_answer(Health, "Always open")})
-def health() -> dict[str, str]:
-    """The Log Manager's liveness answer."""
-    return {"status": "ok"}
+@get(
+    "/health",
+    sync_to_thread=False,
+    responses={
+        200: json_answer(Health, "Always open: the process answers and its NATS connection is up"),
+        503: json_answer(Unhealthy, "The NATS connection is down (reconnecting): readiness fails, liveness may not"),
+    },
+)
+def health(request: Request[Any, Any, State]) -> Response[dict[str, str]]:
+    """The Log Manager's health answer, and the API's readiness: 503 while this process cannot reach NATS, where
+    it could neither accept nor read a job (``/ping`` stays the liveness answer: a reconnect is no reason to kill)."""
+    if _services(request).connected():
+        return Response(content={"status": "ok"})
+    return Response(content={"status": "unavailable", "error": "not connected to NATS (reconnecting)"}, status_code=503)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from opentelemetry import trace
@@ -35,6 +36,7 @@ class ApiServices:
     pipeline_token_key: bytes = b""  # signs pipelines' tokens; empty: POST /jobs/{id}/stages refuses every token
     max_pipeline_stages: int = DEFAULT_MAX_STAGES  # declared plus added stages of one pipeline
     max_attempts: int | None = None  # MAX_ATTEMPTS: each accepted job carries it as its attempt budget
+    connected: Callable[[], bool] = field(default=lambda: True)  # the process's NATS connection is up (/health)
 
     @property
     def jobs(self) -> JobsView:

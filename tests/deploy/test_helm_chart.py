@@ -199,13 +199,14 @@ def test_hades_roles_share_one_image_and_apply_the_topology_first() -> None:
     find(manifests, "Service", f"{FULLNAME}-nats")
 
 
-def test_the_api_serves_on_its_port_and_is_probed_on_ping() -> None:
+def test_the_api_serves_on_its_port_is_alive_on_ping_and_ready_on_health() -> None:
     manifests = render({})
     (api,) = pod_specs(manifests)[f"Deployment/{FULLNAME}-api"]["containers"]
     assert env(api)["API_PORT"] == "8080"
     assert api["ports"] == [{"name": "http", "containerPort": 8080}]
-    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+    for probe in ("startupProbe", "livenessProbe"):
         assert api[probe]["httpGet"] == {"path": "/ping", "port": "http"}
+    assert api["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}  # 503 while NATS is down
     assert "AUTH_KEY" not in env(api)
     assert "WARNING: auth.secretName is empty" in notes({})
 

@@ -105,6 +105,28 @@ async def test_health_answers_ok(client: httpx.AsyncClient) -> None:
     assert response.json() == {"status": "ok"}
 
 
+async def test_health_answers_503_naming_the_problem_while_the_nats_connection_is_down(nc: Client) -> None:
+    """The API's readiness: a reconnecting process can neither accept nor read a job; ``/ping`` stays its liveness."""
+    store = NatsEventStore(nc)
+    views = ReadModels()
+    services = ApiServices(
+        store=store,
+        logs=NatsLogStore(nc),
+        views=views,
+        projections=ProjectionRunner(store.replay_batches, views.apply),
+        clock=SystemClock(),
+        connected=lambda: False,
+    )
+    app: Any = create_app(services)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        health = await client.get("/health")
+        ping = await client.get("/ping")
+
+    assert health.status_code == 503
+    assert health.json() == {"status": "unavailable", "error": "not connected to NATS (reconnecting)"}
+    assert ping.status_code == 200
+
+
 # -- POST /build: accepted --------------------------------------------------------------------------------------
 
 

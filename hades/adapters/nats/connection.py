@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import ssl
 from typing import Any
 from urllib.parse import urlsplit
@@ -10,6 +11,8 @@ import nats
 from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
+
+log = logging.getLogger(__name__)
 
 #: What a NATS that is there but cannot answer yet raises (a node restarting, a cluster electing leaders): worth
 #: asking again. ``TimeoutError`` covers nats-py's own, which subclasses it.
@@ -23,8 +26,21 @@ async def connect(
     tls: bool = False,
     name: str = "Hades",
 ) -> Client:
-    """Open a connection that keeps reconnecting, as a long-running service needs."""
-    return await nats.connect(**connect_options(url, username, password, tls, name))
+    """Open a connection that keeps reconnecting, as a long-running service needs, each failure said in one line
+    (nats-py's default logs a traceback per try, every 2 s while the server is down) and the return too."""
+    return await nats.connect(
+        **connect_options(url, username, password, tls, name),
+        error_cb=_connection_failed,
+        reconnected_cb=_reconnected,
+    )
+
+
+async def _connection_failed(error: Exception) -> None:
+    log.warning("NATS connection: %s", str(error) or type(error).__name__)
+
+
+async def _reconnected() -> None:
+    log.info("reconnected to NATS")
 
 
 def connect_options(

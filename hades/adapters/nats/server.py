@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import json
 import os
@@ -48,6 +49,13 @@ class EmbeddedNats:
                 self.process.kill()
                 self.process.wait()
 
+    async def exited(self, every: float = 0.5) -> int:
+        """Return the server's exit status once it has exited (looked at every ``every`` seconds: a Popen child has
+        no event to await, and a thread blocked in ``wait`` would hold the event loop's shutdown until it exits)."""
+        while (status := self.process.poll()) is None:  # noqa: ASYNC110
+            await asyncio.sleep(every)
+        return status
+
 
 def start_nats(
     store_dir: Path,
@@ -56,8 +64,12 @@ def start_nats(
     sync_interval: str | None = None,
     log_file: Path | None = None,
     startup_timeout: float = 15,
+    hold: tuple[int, ...] = (),
 ) -> EmbeddedNats:
-    """Start nats-server with JetStream storing under ``store_dir``; ``port=-1`` picks a free port."""
+    """Start nats-server with JetStream storing under ``store_dir``; ``port=-1`` picks a free port.
+
+    ``hold``: open files the server keeps for as long as it runs (the data folder's lock, which then outlives a
+    killed Hades until its server has exited too)."""
     store_dir.mkdir(parents=True, exist_ok=True)
     ports_dir = Path(tempfile.mkdtemp(prefix="hades-nats-ports-"))
     config = store_dir / "nats-server.conf"
@@ -78,7 +90,9 @@ def start_nats(
     ]
     if log_file is not None:
         args += ["-l", str(log_file)]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    process = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=hold, preexec_fn=_die_with_parent
+    )
     try:
         url = _wait_for_ports_file(process, ports_dir, startup_timeout)
         _wait_for_tcp(url, startup_timeout)

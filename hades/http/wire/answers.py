@@ -24,6 +24,13 @@ class Health(TypedDict):
     status: str
 
 
+class Unhealthy(TypedDict):
+    """``GET /health`` while the process cannot serve: ``unavailable`` and why."""
+
+    status: str
+    error: str
+
+
 class Error(TypedDict):
     """A refusal: ``{"error": ...}`` naming the problem."""
 

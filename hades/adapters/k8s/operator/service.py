@@ -43,6 +43,7 @@ class OperatorProcess:
     health_address: str = ":8081"
     terms: LeaseTerms = field(default_factory=LeaseTerms)
     labels: dict[str, str] = field(default_factory=dict)  # the executor's, advertised in its heartbeat
+    connected: Callable[[], bool] = field(default=lambda: True)  # its NATS connection is up (/readyz)
 
 
 def parse_bind_address(address: str) -> tuple[str, int]:
@@ -52,15 +53,18 @@ def parse_bind_address(address: str) -> tuple[str, int]:
 
 
 @contextlib.asynccontextmanager
-async def health_server(address: str, ready: Callable[[], bool]) -> AsyncIterator[web.TCPSite]:
-    """``/healthz`` (the process answers) and ``/readyz`` (``ready()``; the operator serves both only once its API
-    client is set up, and campaigns or leads from then on, so it answers ok whenever it answers)."""
+async def health_server(address: str, connected: Callable[[], bool]) -> AsyncIterator[web.TCPSite]:
+    """``/healthz`` (the process answers) and ``/readyz`` (``connected()``: its NATS connection is up; the operator
+    serves both only once its API client is set up, and campaigns or leads from then on). A reconnecting NATS makes
+    the replica not ready, never dead: liveness stays ``/healthz``."""
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def readyz(_request: web.Request) -> web.Response:
-        return web.Response(text="ok") if ready() else web.Response(status=503, text="not ready")
+        if connected():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="not ready: not connected to NATS (reconnecting)")
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)
@@ -114,7 +118,7 @@ class Operator:
             buildjobs = BuildJobs(api, self._settings.namespace, self._settings.watch_namespace)
             beating = asyncio.create_task(self._beat()) if self._heartbeats is not None else None
             try:
-                async with health_server(self._process.health_address, lambda: True):
+                async with health_server(self._process.health_address, self._process.connected):
                     if not self._process.leader_elect:
                         await self._lead(buildjobs)
                         return

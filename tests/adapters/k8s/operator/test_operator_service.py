@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes_asyncio.client import Configuration
 from prometheus_client import generate_latest
 
 from hades.adapters.k8s.operator.controller import OperatorSettings
 from hades.adapters.k8s.operator.pods import OperatorPods
-from hades.adapters.k8s.operator.service import Operator, OperatorProcess
+from hades.adapters.k8s.operator.service import Operator, OperatorProcess, health_server
 from hades.adapters.k8s.pods import PodSettings
 from hades.config import Settings
 from hades.executor_role import operator_settings
@@ -95,3 +96,17 @@ async def test_a_replica_has_max_parallelism_slots_while_it_leads_and_none_while
 
     assert seen == [(2, 3)]
     assert slots() == (0, 0)
+
+
+async def test_a_replica_is_alive_but_not_ready_while_its_nats_connection_is_down() -> None:
+    """A reconnecting NATS takes the replica out of readiness; liveness stays, so Kubernetes does not kill it."""
+    connected = True
+    async with health_server("127.0.0.1:0", lambda: connected) as site, httpx.AsyncClient() as client:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        assert (await client.get(f"http://127.0.0.1:{port}/readyz")).text == "ok"
+
+        connected = False
+
+        ready = await client.get(f"http://127.0.0.1:{port}/readyz")
+        assert (ready.status_code, ready.text) == (503, "not ready: not connected to NATS (reconnecting)")
+        assert (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
