@@ -208,7 +208,7 @@ _specs = st.builds(
     JobSpec,
     name=st.text(min_size=1, max_size=20),
     metadata=_metadata,
-    steps=st.lists(_steps, min_size=1, max_size=5).map(tuple),
+    steps=st.lists(_steps, min_size=1, max_size=5, unique_by=lambda step: step.id).map(tuple),  # a job's ids differ
     timeout_seconds=st.integers(0, 10**9),
     priority=st.integers(-5, 10),
 )
