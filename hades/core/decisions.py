@@ -74,8 +74,8 @@ def promote(state: JobState, command: PromoteJob, now: datetime) -> JobQueued:
     return queued(state, now, command.attempt, command.priority, command.reason)
 
 
-def _cancel_reason(by: str) -> str:
-    return f"cancelled by {by}"
+def _cancel_reason(by: str, said: str | None) -> str:
+    return cap_reason(f"cancelled by {by}: {said}" if said else f"cancelled by {by}")
 
 
 def end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: datetime) -> Event:
@@ -83,7 +83,7 @@ def end_attempt(state: JobState, command: RequeueJob | FailJob | StopJob, now: d
     job_id, attempt, reason = state.job_id, command.attempt, cap_reason(command.reason)
     if isinstance(command, RequeueJob) and state.cancel_requested_by is not None:
         # Handed back after a cancel was asked for: the job stops rather than run again.
-        reason = _cancel_reason(state.cancel_requested_by)
+        reason = cancel_reason(state)
         return JobStopped(job_id=job_id, at=now, attempt=attempt, reason=reason, follow_ups=follow_ups(state))
     if isinstance(command, RequeueJob):
         return queued(state, now, attempt + 1, state.priority, reason)
@@ -111,7 +111,7 @@ def follow_ups(state: JobState) -> FollowUps:
 
 def cancel_reason(state: JobState) -> str:
     """The reason a cancelled job's ``stopped`` event gives."""
-    return _cancel_reason(state.cancel_requested_by or "unknown")
+    return _cancel_reason(state.cancel_requested_by or "unknown", state.cancel_reason)
 
 
 def require_queued(state: JobState, attempt: int) -> None:

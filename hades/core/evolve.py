@@ -108,7 +108,7 @@ def _evolve_existing(state: JobState, event: Event, n: int) -> JobState:  # noqa
         case JobMarkedUnschedulable() | JobMarkedSchedulable():
             return _placement_marked(state, event, n)
         case JobCancelRequested():
-            return replace(state, cancel_requested_by=event.by, events=n)
+            return replace(state, cancel_requested_by=event.by, cancel_reason=event.reason or None, events=n)
         case ArtifactsStored():
             return replace(state, events=n)  # the list is read from the history; the status stays
         case StageLaunched() | StagesAdded() | StageEnded():

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from hades.core.decisions import cancel_reason
 from hades.core.stages import Stage, resolved_needs, stage_job_id
 from hades.core.state import JobState, Status
 
@@ -168,7 +169,7 @@ def reconcile(state: JobState, observed: Mapping[str, ObservedJob | None]) -> li
     if state.cancel_requested_by is not None:
         if running:
             return []
-        return [EndPipeline(Status.STOPPED, f"cancelled by {state.cancel_requested_by}")]
+        return [EndPipeline(Status.STOPPED, cancel_reason(state))]
     pending = [view for view in views if view.status is StageStatus.PENDING]
     ready = [view for view in pending if all(_status(views, need) is StageStatus.SUCCEEDED for need in view.needs)]
     if ready:

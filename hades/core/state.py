@@ -90,6 +90,7 @@ class JobState:
     steps: tuple[StepState, ...] = ()
     events: int = 0
     cancel_requested_by: str | None = None
+    cancel_reason: str | None = None  # what the cancel request said, if anything (the stop's reason ends with it)
     logs_delivery: str | None = None  # "forwarded" or "failed" once the callback_url delivery is settled
     logs_delivery_attempts: int = 0
     webhook_delivery: str | None = None  # "delivered" or "failed": the latest settled status_callback_url delivery

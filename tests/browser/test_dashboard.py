@@ -233,7 +233,9 @@ async def test_cancel_stops_a_running_job(
     await page.get_by_test_id("cancel-confirm").click()
     await expect(status).to_have_text("Stopped", timeout=20_000)
     await expect(page.get_by_test_id("cancel-button")).to_be_hidden()
-    await expect(page.get_by_test_id("job-reason")).to_have_text(f"cancelled by dashboard:{USER}")
+    await expect(page.get_by_test_id("job-reason")).to_have_text(
+        f"cancelled by dashboard:{USER}: stopped by the browser test"
+    )
     await page.get_by_test_id("tab-timeline").click()  # the reason given is kept with the request
     cancel_requested = page.locator('[data-testid="timeline-event"][data-type="cancel_requested"]')
     await expect(cancel_requested).to_contain_text("stopped by the browser test")

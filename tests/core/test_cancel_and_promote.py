@@ -19,6 +19,7 @@ from hades.core.lifecycle import (
     Status,
     StopJob,
     SubmitJob,
+    cancel_reason,
     decide,
     fold,
 )
@@ -40,7 +41,7 @@ def test_cancelling_a_queued_job_stops_it_in_the_same_decision() -> None:
     events = history(QueueJob())
     new = decide(fold(events), RequestCancel(by="alice", reason="typo"), NOW)
     assert [type(e) for e in new] == [JobCancelRequested, JobStopped]
-    assert isinstance(new[1], JobStopped) and new[1].reason == "cancelled by alice"
+    assert isinstance(new[1], JobStopped) and new[1].reason == "cancelled by alice: typo"  # what the request said
     state = fold(events + new)
     assert state is not None and state.status is Status.STOPPED
 
@@ -60,6 +61,17 @@ def test_cancelling_a_running_job_only_records_the_request_and_blocks_further_st
     assert decide(state, RequestCancel(by="carol"), NOW) == []  # the first request stands
     stopped = decide(state, StopJob(attempt=1, reason="cancelled by alice"), NOW)
     assert fold(events + new + stopped).status is Status.STOPPED  # type: ignore[union-attr]
+
+
+def test_a_running_job_stops_with_what_its_cancel_request_said() -> None:
+    events = history(QueueJob(), StartAttempt(attempt=1, executor_id="e"), StartStep(attempt=1, step_index=0))
+    events += decide(fold(events), RequestCancel(by="api", reason="student resubmitted"), NOW)
+    state = fold(events)
+    assert state is not None and cancel_reason(state) == "cancelled by api: student resubmitted"
+    handed_back = decide(state, RequeueJob(attempt=1, reason="shutdown"), NOW)  # the executor let go meanwhile
+    assert [(type(e), e.reason) for e in handed_back] == [(JobStopped, "cancelled by api: student resubmitted")]  # type: ignore[union-attr]
+    unsaid = history(QueueJob(), StartAttempt(attempt=1, executor_id="e"), RequestCancel(by="api"))
+    assert cancel_reason(fold(unsaid)) == "cancelled by api"  # type: ignore[arg-type]
 
 
 def test_a_cancelled_job_handed_back_stops_instead_of_running_again() -> None:

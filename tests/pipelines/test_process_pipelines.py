@@ -274,7 +274,7 @@ async def test_cancel_of_a_pipeline_stops_its_running_stage_and_skips_the_rest(
     cancelled = await api.client.post(f"/jobs/{pid}/cancel", json={"reason": "enough"})
     assert cancelled.status_code == 202
     ended = await api.wait_terminal(pid, timeout=30)
-    assert ended["status"] == "Stopped" and ended["reason"] == "cancelled by api"
+    assert ended["status"] == "Stopped" and ended["reason"] == "cancelled by api: enough"
     statuses = {row["name"]: row["status"] for row in ended["stages"]}
     assert statuses == {"sleep": "Stopped", "never": "Skipped"}
     sleeper = await detail(api, stage_job_id(pid, "sleep"))
