@@ -84,10 +84,19 @@ def _talking_to_hades(handler: Handler) -> Handler:
             print(f"hades: {error.message}", file=sys.stderr)
             return UNREACHABLE
         except HadesClientError as error:
-            print(f"hades: {error.status}: {error.message}", file=sys.stderr)
+            print(f"hades: {error.status}: {error.message}{_hint(error.status, settings)}", file=sys.stderr)
             return UNREACHABLE if error.status is not None and error.status >= 500 else REFUSED
 
     return run
+
+
+def _hint(status: int | None, settings: Settings) -> str:
+    """What to do about a refusal the server's message does not explain: a 401 is the API's key."""
+    if status != 401:
+        return ""
+    if settings.auth_key:
+        return " (the AUTH_KEY set here is not the one this Hades was started with)"
+    return " (this Hades needs its key: set AUTH_KEY to the one it was started with)"
 
 
 def _hades(settings: Settings) -> Hades:

@@ -99,15 +99,18 @@ async def test_a_bad_job_exits_2_with_the_servers_message(api: Api) -> None:
 
 async def test_refusals_exit_2_and_no_answer_exits_3(api: Api) -> None:
     unknown = str(uuid.uuid4())
-    missing, no_key, nowhere, no_file = await asyncio.gather(
+    missing, no_key, wrong_key, nowhere, no_file = await asyncio.gather(
         hades(api, "status", unknown),
         hades(api, "events", unknown, key=""),
+        hades(api, "events", unknown, key="not-the-key"),
         hades(api, "timing", unknown, url=f"http://127.0.0.1:{free_port()}"),
         hades(api, "submit", str(api.gates / "no-such-file.json")),
     )
 
     assert (missing.code, missing.err) == (2, f"hades: 404: job not found: {unknown}\n")
-    assert (no_key.code, no_key.err) == (2, "hades: 401: Unauthorized\n")
+    hint = "hades: 401: Unauthorized (this Hades needs its key: set AUTH_KEY to the one it was started with)\n"
+    assert (no_key.code, no_key.err) == (2, hint)
+    assert wrong_key.code == 2 and "the AUTH_KEY set here is not the one this Hades was started with" in wrong_key.err
     assert nowhere.code == 3 and nowhere.err.startswith("hades: cannot reach http://127.0.0.1:")
     assert no_file.code == 2 and "no-such-file.json" in no_file.err
 
