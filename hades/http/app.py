@@ -12,7 +12,6 @@ from litestar.enums import MediaType
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.logging.config import LoggingConfig
-from litestar.response import File
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import Message, Scope
 
@@ -21,6 +20,7 @@ from hades.http.build import submit_build
 from hades.http.cancel import cancel_job
 from hades.http.dashboard.access import DashboardError, dashboard_error
 from hades.http.dashboard.dashboard import Dashboard
+from hades.http.dashboard.pages import is_page, pages_before_guards
 from hades.http.dashboard.routes import ROUTES as DASHBOARD_ROUTES
 from hades.http.dashboard.routes import STATIC_FILES, index_html
 from hades.http.deliveries import list_deliveries, redeliver_webhook
@@ -105,24 +105,6 @@ def _too_large(request: Request[Any, Any, State], _error: RequestEntityTooLarge)
     return Response(content=message, status_code=413, media_type=MediaType.TEXT)
 
 
-def _is_page(request: Request[Any, Any, State]) -> bool:
-    """A browser navigating to one of the app's pages, which share paths with the JSON routes (``/jobs``)."""
-    path = request.url.path
-    return (
-        request.method == "GET"
-        and request.app.state.dashboard is not None
-        and "text/html" in request.headers.get("accept", "")
-        and not path.startswith(("/api/", "/static/", f"{OPENAPI_PATH}/"))
-        and "/artifacts/" not in path  # a download is a file, whoever asks
-        and path not in ("/metrics", "/ping", "/health", OPENAPI_PATH)
-    )
-
-
-def _page_for_browsers(request: Request[Any, Any, State]) -> File | None:
-    """``/jobs`` and ``/jobs/<id>`` answer JSON to clients and the dashboard's page to browsers."""
-    return index_html() if _is_page(request) else None
-
-
 def _internal_error(request: Request[Any, Any, State], error: Exception) -> Response[Any]:
     """A failure of ours: logged with its traceback (litestar logs none unless in debug mode), answered as litestar
     does, without the details."""
@@ -132,7 +114,7 @@ def _internal_error(request: Request[Any, Any, State], error: Exception) -> Resp
 
 def _not_found(request: Request[Any, Any, State], error: NotFoundException) -> Response[Any]:
     """The dashboard's pages (``/``, ``/login``...) when it is on; litestar's JSON 404 otherwise."""
-    if _is_page(request):
+    if is_page(request):
         return index_html()
     return Response(content={"status_code": 404, "detail": error.detail}, status_code=404)
 
@@ -156,7 +138,7 @@ def create_app(
     return Litestar(
         route_handlers=handlers,
         state=State({"services": services, "dashboard": dashboard}),
-        before_request=_page_for_browsers if dashboard is not None else None,
+        middleware=[pages_before_guards] if dashboard is not None else [],
         before_send=[_security_headers],
         exception_handlers={
             NotAuthorizedException: _unauthorized,

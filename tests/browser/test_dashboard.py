@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import bcrypt
+import httpx
 import pytest
 from playwright.async_api import Page, Route, expect
 
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 USER = "admin"
 PASSWORD = "correct horse battery staple"
 VERSION = "1.4.2"
+AUTH_KEY = "browser-test-key"
 SECRET_ALPHABET = string.ascii_letters + string.digits
 
 
@@ -252,6 +254,44 @@ async def test_cancel_stops_a_running_job(
     await expect(page.get_by_test_id("filter-Running")).to_have_attribute("aria-pressed", "true")
     await expect(row).to_have_count(0)
     assert problems == []
+
+
+async def test_a_job_page_reloads_and_opens_from_a_link_with_auth_key_set(
+    browser_page: tuple[Page, list[str]], start_hades: StartHades
+) -> None:
+    """``/jobs/<id>`` is also the Basic-auth-guarded API route: the browser gets the page, never a 401 or a prompt."""
+    hades = await start_hades(Roles(api=True, scheduler=True), AUTH_KEY=AUTH_KEY, **dashboard_env())
+    hades.client.auth = httpx.BasicAuth("hades", AUTH_KEY)
+    job_id = await hades.submit({"name": "deep link", "steps": [{"id": 1, "image": "alpine:3", "script": "true"}]})
+    page, problems = browser_page
+    refused: list[str] = []
+    page.on("response", lambda response: refused.append(response.url) if response.status == 401 else None)
+
+    opened = await page.goto(f"{hades.url}/jobs/{job_id}")  # a link from elsewhere, before logging in
+    assert opened is not None and opened.status == 200
+    await expect(page).to_have_url(re.compile(r"/login\?next="))
+    await log_in(page)
+    await expect(page).to_have_url(f"{hades.url}/jobs/{job_id}#steps")
+    await expect(page.get_by_test_id("job-name")).to_have_text("deep link")
+
+    refused.clear()  # the 401 of /api/session before the login was the app's own check
+    reloaded = await page.reload()
+    assert reloaded is not None and reloaded.status == 200
+    assert reloaded.headers["content-type"].startswith("text/html")
+    await expect(page).to_have_url(f"{hades.url}/jobs/{job_id}#steps")
+    await expect(page.get_by_test_id("job-name")).to_have_text("deep link")
+
+    await page.get_by_test_id("nav-jobs").click()
+    reloaded = await page.reload()
+    assert reloaded is not None and reloaded.status == 200
+    await expect(page.locator(f'[data-testid="jobs-row"][data-job-id="{job_id}"]')).to_be_visible()
+    assert refused == []
+    assert problems == []
+
+    async with httpx.AsyncClient() as client:  # an API client still meets the challenge
+        api = await client.get(f"{hades.url}/jobs/{job_id}")
+    assert api.status_code == 401
+    assert api.headers["www-authenticate"].startswith("Basic")
 
 
 def synthetic_jobs(count: int) -> list[dict[str, Any]]:
