@@ -11,16 +11,12 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-import uvicorn
 from nats.aio.client import Client
-from prometheus_client import CollectorRegistry
 
 from hades.adapters.http_delivery import HttpDelivery
-from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.connection import UNAVAILABLE, connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -29,22 +25,18 @@ from hades.adapters.nats.pipeline_tokens import token_key
 from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.snapshots import SnapshotStore
 from hades.adapters.nats.topology import load_topology, verify
+from hades.api_role import ApiRole, dashboard_of, start_api
 from hades.clock import SystemClock
 from hades.config import Settings
 from hades.executor_role import executor_worker, run_operator_role
-from hades.http.app import LOG_MANAGER_ROUTES, SECURITY_HEADERS, create_app
 from hades.http.dashboard.config import DashboardConfig
-from hades.http.dashboard.dashboard import Dashboard
-from hades.http.dashboard.feed import JobFeed
-from hades.http.fast_build import BuildFastPath
-from hades.http.services import ApiServices
 from hades.metrics import MetricsServer, ProcessMetrics
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
 from hades.projections.snapshot import restore, take
 from hades.projections.views import ReadModels
 from hades.timing_log import TimingLog
-from hades.tracing import TRACING_OFF, Tracing, setup_tracing
+from hades.tracing import Tracing, setup_tracing
 from hades.workers.consumer import PullConsumer
 from hades.workers.executor import ExecutorWorker
 from hades.workers.notifier import LogForwarder, NotifierSettings, notifier_consumer
@@ -57,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: How long a start-up keeps trying while NATS cannot answer yet.
 _STARTUP_PATIENCE = 60.0
+#: How long a stopping API waits for its views to hold the end of the log before it ends its streams.
+_SETTLE_PATIENCE = 5.0
 
 
 @dataclass(frozen=True)
@@ -84,14 +78,6 @@ class Roles:
         if self == Roles.all():
             return "hades-up"
         return "hades-" + "-".join(name for name, on in vars(self).items() if on)
-
-
-class _ApiServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the process's supervisor decides when to stop."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 async def serve(
@@ -169,23 +155,26 @@ async def _serve(
             tasks.append(executing)
         operating = run_operator_role(settings, nc, store, clock, tracing, metrics) if roles.operator else None
         tasks += [asyncio.create_task(operating, name="operator")] if operating is not None else []
+        apis: list[ApiRole] = []
         if roles.api:
             key = await token_key(nc, settings.pipeline_token_key)  # checks the tokens of POST /jobs/{id}/stages
             webhooks = _webhooks(settings, store, clock, stack)  # for POST /jobs/{id}/deliveries/redeliver
-            dashboard = _dashboard(dashboard_config, views, projections, clock)
-            api = _api(
-                settings, nc, store, clock, views, projections, webhooks, dashboard, tracing, metrics.registry, key
+            dashboard = dashboard_of(dashboard_config, views, projections, clock)
+            apis.append(
+                start_api(
+                    settings, nc, store, clock, views, projections, webhooks, dashboard, tracing, metrics.registry, key
+                )
             )
-            tasks.append(api)
         if roles.logmanager:
-            tasks.append(_api(settings, nc, store, clock, views, projections, log_manager=True))
+            apis.append(start_api(settings, nc, store, clock, views, projections, log_manager=True))
+        tasks += [api.task for api in apis]
         _serve_metrics(settings, roles, metrics, stack)
         up.set()
         log.info("hades is up: %s", roles.names())
         await _until_stopped(stop, tasks)
         if worker is not None and executing is not None:
-            await worker.drain()  # running attempts get SHUTDOWN_GRACE_SECONDS, then are handed back
-            await _wait(executing, settings.shutdown_grace_seconds + 10)
+            await _drain(worker, executing, settings.shutdown_grace_seconds, bool(apis))
+        await _stop_apis(apis, store)
     finally:
         for task in reversed(tasks):
             await _cancel(task)
@@ -300,72 +289,6 @@ def _watchdog(
     return Watchdog(store, clock, view, Heartbeats(nc), policy, pipelines, pools)
 
 
-def _dashboard(
-    config: DashboardConfig | None, views: ReadModels, projections: ProjectionRunner, clock: SystemClock
-) -> Dashboard | None:
-    """The dashboard over this process's views, its live feed fed by their projection; None when it is off."""
-    if config is None:
-        return None
-    dashboard = Dashboard(config, JobFeed(views.jobs, config.redactor, clock.now))
-    projections.observe(dashboard.feed.on_event)
-    return dashboard
-
-
-def _api(
-    settings: Settings,
-    nc: Client,
-    store: NatsEventStore,
-    clock: SystemClock,
-    views: ReadModels,
-    projections: ProjectionRunner,
-    webhooks: WebhookSender | None = None,
-    dashboard: Dashboard | None = None,
-    tracing: Tracing = TRACING_OFF,
-    registry: CollectorRegistry | None = None,
-    pipeline_key: bytes = b"",
-    log_manager: bool = False,
-) -> asyncio.Task[None]:
-    services = ApiServices(
-        store=store,
-        logs=NatsLogStore(nc),
-        views=views,
-        projections=projections,
-        clock=clock,
-        auth_key=settings.auth_key,
-        callbacks=settings.callback_policy,
-        artifacts=ArtifactStore(nc),
-        webhooks=webhooks,
-        tracer=tracing.tracer,
-        registry=registry,
-        pipeline_token_key=pipeline_key,
-        max_pipeline_stages=settings.max_pipeline_stages,
-        max_attempts=settings.max_attempts,
-        connected=lambda: nc.is_connected,
-    )
-    app = create_app(
-        services, LOG_MANAGER_ROUTES if log_manager else None, dashboard, settings.max_request_bytes, settings.debug
-    )
-    config = uvicorn.Config(
-        app if log_manager else BuildFastPath(app, services, settings.max_request_bytes, SECURITY_HEADERS),
-        host=settings.api_host,
-        port=settings.log_manager_port if log_manager else settings.api_port,
-        log_level="debug" if settings.debug else "warning",
-        access_log=False,  # the Go Hades writes none either; uvicorn would format a record per request
-        lifespan="off",
-    )
-    server = _ApiServer(config)
-
-    async def serve_when_caught_up() -> None:
-        # Answer only once the views hold everything that was in the log at start, so a restarted API never
-        # reports a known job as missing.
-        target = await store.stream_last_seq()
-        while not await projections.wait_for(target, timeout=10):
-            log.info("replaying the event log: %d of %d events", projections.applied, target)
-        await server.serve()
-
-    return asyncio.create_task(serve_when_caught_up(), name="logmanager" if log_manager else "api")
-
-
 async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
     """Return when asked to stop, or raise when a role died on its own."""
     stopper = asyncio.create_task(stop.wait())
@@ -374,6 +297,36 @@ async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -
     for task in done:
         if task is not stopper and not task.cancelled() and task.exception() is not None:
             raise RuntimeError(f"role {task.get_name()} stopped") from task.exception()
+
+
+async def _drain(worker: ExecutorWorker, executing: asyncio.Task[None], grace: float, api: bool) -> None:
+    """Stop taking work and let the running attempts finish (for up to ``grace``, then they are handed back), with
+    every other role of the process still on: the scheduler and the notifier keep going, the API keeps answering.
+
+    ``POST /build`` keeps accepting meanwhile: the job is durable in the log, another executor on the same NATS may
+    take it at once, and otherwise the next start runs it; a 503 would only make the client send again what nothing
+    would lose (the log line says so, once).
+    """
+    log.info("stopping: the executor takes no new work and lets running jobs finish (up to %.0f s)", grace)
+    if api:
+        log.info("the API keeps answering until then; jobs submitted meanwhile wait in the log for an executor")
+    await worker.drain()
+    await _wait(executing, grace + 10)
+
+
+async def _stop_apis(apis: list[ApiRole], store: NatsEventStore) -> None:
+    """Once nothing runs here any more: the views take in the end of the log (the drained jobs' ends), then each
+    API ends its live streams (a follower of a job that ended gets its end first) and stops answering; the other
+    roles, the projections and the NATS connection stop after."""
+    if not apis:
+        return
+    projections = apis[0].services.projections  # one runner feeds every API of the process
+    try:
+        if not await projections.wait_for(await store.stream_last_seq(), timeout=_SETTLE_PATIENCE):
+            log.warning("the views did not reach the end of the event log in %.0f s; stopping", _SETTLE_PATIENCE)
+    except UNAVAILABLE as error:
+        log.warning("could not read the end of the event log (%r); stopping", error)
+    await asyncio.gather(*(api.stop() for api in apis))
 
 
 async def _wait(task: asyncio.Task[None], timeout: float) -> None:

@@ -48,6 +48,7 @@ async def log_items(
     on from its first. A job's batches are all in the stream before its terminal event is appended, so once the
     job has ended the newest batch at that moment is the last one: nothing is guessed with a drain timeout. With
     ``after`` (a client's ``Last-Event-ID``), the batches up to that log-stream sequence are not sent again.
+    Once the API stops, the items end at the next quiet second (after the job's end, if it has come).
     """
     logs = services.logs
     sent, final_seq, idle, attempt = after, None, 0.0, 0
@@ -69,6 +70,8 @@ async def log_items(
             if sent >= final_seq:
                 yield Ended(status=job.status.value, reason=job.reason)
                 return
+        if item is None and services.stopping.is_set():
+            return  # the API stops: the client resumes (Last-Event-ID) on another replica, or after the restart
 
 
 def _newest_attempt(services: ApiServices, job_id: str, attempt: int, batch: Log) -> int:

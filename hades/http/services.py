@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class ApiServices:
     max_pipeline_stages: int = DEFAULT_MAX_STAGES  # declared plus added stages of one pipeline
     max_attempts: int | None = None  # MAX_ATTEMPTS: each accepted job carries it as its attempt budget
     connected: Callable[[], bool] = field(default=lambda: True)  # the process's NATS connection is up (/health)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set once the API stops: live streams end
 
     @property
     def jobs(self) -> JobsView:

@@ -118,6 +118,8 @@ async def follow_pipeline(
             end = {"status": state.status.value, "reason": state.reason}
             yield ServerSentEventMessage(data=json.dumps(end), event="end")
             return
+        if services.stopping.is_set():
+            return  # the API stops: the client resumes (Last-Event-ID) on another replica, or after the restart
         await asyncio.sleep(PIPELINE_POLL_SECONDS)
         quiet += PIPELINE_POLL_SECONDS
         if quiet >= KEEPALIVE_SECONDS:

@@ -21,6 +21,7 @@ from hades.projections.jobs import JobsView
 
 BUFFER = 32
 EMPTY_JOB = {"id": "", "status": ""}
+CLOSED = ""  # queued to end a stream: never a frame
 
 
 @dataclass(eq=False)  # identity: each open stream is its own subscriber
@@ -38,6 +39,12 @@ class Subscriber:
         except asyncio.QueueFull:
             self.dropped += 1
             self.lagging = True
+
+    def close(self) -> None:
+        """Queue the end of the stream after what is buffered (making room for it: the page refetches anyway)."""
+        if self.frames.full():
+            self.frames.get_nowait()
+        self.frames.put_nowait(CLOSED)
 
     def resync_due(self) -> bool:
         """True once, when frames were dropped and the client has read what was buffered: a refetch then is
@@ -67,6 +74,11 @@ class JobFeed:
         frame = json.dumps({"type": "job", "job": job_summary(job, self._now(), self._redactor)})
         for subscriber in self.subscribers:
             subscriber.offer(frame)
+
+    def close(self) -> None:
+        """End every open stream: the API stops (the page reconnects to another replica, or after the restart)."""
+        for subscriber in self.subscribers:
+            subscriber.close()
 
     @contextlib.contextmanager
     def subscribe(self) -> Iterator[Subscriber]:
@@ -113,4 +125,6 @@ async def stream_frames(
             frame = await asyncio.wait_for(subscriber.frames.get(), max(min(next_metrics, next_ping) - now, 0.0))
         except TimeoutError:
             continue
+        if frame == CLOSED:
+            return
         yield frame
