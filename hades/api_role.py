@@ -112,6 +112,7 @@ def start_api(
         pipeline_token_key=pipeline_key,
         max_pipeline_stages=settings.max_pipeline_stages,
         max_attempts=settings.max_attempts,
+        timeouts=settings.timeout_policy,
         connected=lambda: nc.is_connected,
     )
     app = create_app(

@@ -325,7 +325,7 @@ def _k8s_manifest(args: argparse.Namespace, settings: Settings) -> int:
     """The manifest for review or ``kubectl apply --dry-run=server -f -``; the job id is the file's, else a new one."""
     body = sys.stdin.buffer.read() if str(args.file) == "-" else args.file.read_bytes()
     try:
-        spec = parse_job_request(body)
+        spec, _ = settings.timeout_policy.applied(parse_job_request(body))  # as the API would accept it
         job_id = str(spec.id or uuid.uuid4())
         if args.operator:
             manifest = buildjob_manifest(job_id, spec, settings.k8s_namespace, max_retries=settings.max_attempts - 1)

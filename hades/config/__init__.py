@@ -20,7 +20,7 @@ from hades.config.api import ApiSettings, CallbackSettings
 from hades.config.dashboard import DashboardSettings
 from hades.config.executor import ExecutorSettings, PullPolicy
 from hades.config.fields import SECRET, is_secret
-from hades.config.jobs import ArtifactSettings, PipelineSettings
+from hades.config.jobs import ArtifactSettings, JobTimeoutSettings, PipelineSettings
 from hades.config.nats import NatsSettings
 from hades.config.notifier import LogForwardSettings, WebhookSettings
 from hades.config.observability import GeneralSettings, ObservabilitySettings
@@ -39,6 +39,7 @@ class Settings(
     OperatorSettings,
     PipelineSettings,
     ArtifactSettings,
+    JobTimeoutSettings,
     ExecutorSettings,
     DashboardSettings,
     CallbackSettings,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from hades.core.artifacts import SkippedArtifact, StoredArtifact
 from hades.core.spec import JobSpec, Priority
+from hades.core.timeouts import TimeoutPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +17,7 @@ class SubmitJob:
     spec: JobSpec
     submitted_by: str | None = None
     max_attempts: int | None = None  # the job's attempt budget (MAX_ATTEMPTS of the API that accepts it)
+    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)  # the timeouts of the API that accepts it
 
 
 @dataclass(frozen=True, slots=True)

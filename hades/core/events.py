@@ -48,7 +48,8 @@ class PipelineRef(BaseModel):
 
 
 class JobSubmitted(_Event):
-    """A client's job was accepted: the validated spec as submitted, with its id.
+    """A client's job was accepted: the validated spec as submitted, with its id and its effective
+    ``timeout_seconds`` (the deployment's default or cap applied, ``hades.core.timeouts``).
 
     ``pipeline`` is set on the job a pipeline's stage runs as (appended by the scheduler that launched it)."""
 
@@ -62,6 +63,12 @@ class JobSubmitted(_Event):
         ge=1,
         description="the attempts the job may use in all (MAX_ATTEMPTS where it was accepted): every role hands an "
         "attempt lost to the infrastructure back, or gives up, by this number; absent on older events",
+    )
+    requested_timeout_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        description="the timeout_seconds the client sent (0: none) when HADES_DEFAULT_TIMEOUT_SECONDS or "
+        "HADES_MAX_TIMEOUT_SECONDS made the spec's another; absent when the spec's is the client's",
     )
 
 

@@ -61,6 +61,7 @@ def evolve(state: JobState | None, event: Event) -> JobState:
             pipeline=event.pipeline,
             progress=PipelineProgress() if event.spec.is_pipeline else None,
             max_attempts=event.max_attempts,
+            requested_timeout_seconds=event.requested_timeout_seconds,
         )
     raise InvalidTransition(f"job {event.job_id}: {event.type} before submitted")
 

@@ -105,7 +105,8 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
     if isinstance(command, SubmitJob):
         if state is not None:
             raise InvalidTransition(f"job {command.job_id} exists already")
-        spec = command.spec.model_copy(update={"id": uuid.UUID(command.job_id)})
+        spec, requested = command.timeouts.applied(command.spec)
+        spec = spec.model_copy(update={"id": uuid.UUID(command.job_id)})
         return [
             JobSubmitted(
                 job_id=command.job_id,
@@ -114,6 +115,7 @@ def decide(state: JobState | None, command: Command, now: datetime) -> list[Even
                 priority=spec.priority_name,
                 submitted_by=command.submitted_by,
                 max_attempts=command.max_attempts,
+                requested_timeout_seconds=requested,
             )
         ]
     if state is None:

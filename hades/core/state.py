@@ -101,6 +101,7 @@ class JobState:
     pipeline: PipelineRef | None = None  # the pipeline and stage a stage's job runs
     progress: PipelineProgress | None = None  # a pipeline's stages: added, launched, ended
     max_attempts: int | None = None  # the job's attempt budget, as submitted (None: each role's MAX_ATTEMPTS)
+    requested_timeout_seconds: int | None = None  # what the client asked, when the timeout policy changed it
 
     def attempts_allowed(self, configured: int) -> int:
         """The attempts the job may use in all: its own budget, else ``configured`` (a job from before jobs

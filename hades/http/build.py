@@ -78,7 +78,9 @@ async def enqueue(services: ApiServices, body: bytes) -> tuple[int, str | dict[s
         return 400, refused
     job_id = str(uuid.uuid4())
     by = USER if services.auth_key else None
-    command = SubmitJob(job_id=job_id, spec=spec, submitted_by=by, max_attempts=services.max_attempts)
+    command = SubmitJob(
+        job_id=job_id, spec=spec, submitted_by=by, max_attempts=services.max_attempts, timeouts=services.timeouts
+    )
     events = decide(None, command, services.clock.now())
     # The job's trace starts here; the ``submitted`` event carries it to the scheduler. Tracing off, no span is
     # made: a no-op tracer's span of a new trace is invalid and carries nothing, and making it cost 2% of the CPU.

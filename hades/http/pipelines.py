@@ -72,7 +72,8 @@ async def add_stages(request: Request[Any, Any, State], job_id: FromPath[str]) -
         refusal = _refusal(services, state, stages)
         if refusal is not None:
             return refusal
-        event = StagesAdded(job_id=job_id, at=services.clock.now(), stages=stages, by=f"stage:{adder or '?'}")
+        added = services.timeouts.capped_stages(stages)  # fixed here, as a submitted job's are
+        event = StagesAdded(job_id=job_id, at=services.clock.now(), stages=added, by=f"stage:{adder or '?'}")
         try:
             seq = await services.store.append(job_id, [event], job.seq)
         except ConcurrencyConflict:

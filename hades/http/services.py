@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from hades.adapters.nats.artifacts import ArtifactStore
 from hades.core.ports import Clock, EventStore, LogStore
 from hades.core.stages import DEFAULT_MAX_STAGES
+from hades.core.timeouts import TimeoutPolicy
 from hades.core.urls import CallbackPolicy
 from hades.projections.jobs import JobsView
 from hades.projections.runner import ProjectionRunner
@@ -37,6 +38,7 @@ class ApiServices:
     pipeline_token_key: bytes = b""  # signs pipelines' tokens; empty: POST /jobs/{id}/stages refuses every token
     max_pipeline_stages: int = DEFAULT_MAX_STAGES  # declared plus added stages of one pipeline
     max_attempts: int | None = None  # MAX_ATTEMPTS: each accepted job carries it as its attempt budget
+    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)  # HADES_*_TIMEOUT_SECONDS for each job
     connected: Callable[[], bool] = field(default=lambda: True)  # the process's NATS connection is up (/health)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set once the API stops: live streams end
 

@@ -31,7 +31,9 @@ def parse_moment(text: str) -> datetime | None:
 
 
 def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]:
-    """``GET /jobs/{id}``."""
+    """``GET /jobs/{id}``: ``timeout_seconds`` is the one the job runs with, and ``requested_timeout_seconds``,
+    present only where the deployment's timeout policy changed it, what its client asked."""
+    requested = job.requested_timeout_seconds
     return {
         "id": job.job_id,
         "name": job.spec.name,
@@ -52,6 +54,7 @@ def job_detail(job: JobState, timing: JobTiming | None = None) -> dict[str, Any]
         "logs_delivery": job.logs_delivery,
         "webhook_delivery": job.webhook_delivery,
         "timing": timing.summary() if timing is not None else None,
+        **({"requested_timeout_seconds": requested} if requested is not None else {}),
     }
 
 

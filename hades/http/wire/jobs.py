@@ -51,7 +51,8 @@ class AttemptRun(TypedDict):
 
 
 class JobDetail(TypedDict):
-    """``GET /jobs/{id}``: times are ISO 8601 UTC with a ``Z``; ``timing`` is the phase breakdown in seconds."""
+    """``GET /jobs/{id}``: times are ISO 8601 UTC with a ``Z``; ``timing`` is the phase breakdown in seconds;
+    ``timeout_seconds`` is the effective one, ``requested_timeout_seconds`` (only when they differ) the client's."""
 
     id: str
     name: str
@@ -74,6 +75,7 @@ class JobDetail(TypedDict):
     timing: dict[str, Any] | None
     stages: NotRequired[list[StageRow]]
     pipeline: NotRequired[PipelineOfStage]
+    requested_timeout_seconds: NotRequired[int]
 
 
 class LogLine(TypedDict):

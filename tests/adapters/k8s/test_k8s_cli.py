@@ -62,6 +62,17 @@ def test_the_buildjob_for_a_job_file_is_printed_and_the_crd_accepts_it(
     assert buildjob["kind"] == "BuildJob" and buildjob["spec"]["maxRetries"] == 2  # type: ignore[index]
 
 
+def test_the_manifest_has_the_timeout_the_api_would_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HADES_MAX_TIMEOUT_SECONDS", "120")
+
+    pod, buildjob = manifest(tmp_path, capsys), manifest(tmp_path, capsys, "--operator")
+
+    assert pod["spec"]["activeDeadlineSeconds"] == 120  # type: ignore[index]
+    assert buildjob["spec"]["timeoutSeconds"] == 120  # type: ignore[index]
+
+
 def test_an_invalid_job_file_is_refused_with_the_apis_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
