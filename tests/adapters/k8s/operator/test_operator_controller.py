@@ -361,4 +361,5 @@ async def test_deleting_a_waiting_buildjob_stops_its_job(rig: RigFactory) -> Non
     await r.buildjobs.delete((NAMESPACE, job_id))
 
     ended = await r.ended(job_id)
-    assert isinstance(ended, JobStopped) and ended.reason == "cancelled by kubernetes"
+    assert isinstance(ended, JobStopped)
+    assert ended.reason == f"cancelled by kubernetes: BuildJob {NAMESPACE}/{job_id} was deleted"
