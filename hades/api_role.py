@@ -60,13 +60,15 @@ class ApiRole:
     server: uvicorn.Server
     task: asyncio.Task[None]
 
-    async def stop(self) -> None:
-        """End the live streams (each sends what it has first), then stop answering; a stream still open after
-        ``STREAMS_PATIENCE`` is cancelled by uvicorn."""
+    async def stop(self, last_call: bool = True) -> None:
+        """End the live streams (each sends what it has first), then stop answering (after ``LAST_CALL`` more
+        seconds of new connections, with ``last_call``); a stream still open after ``STREAMS_PATIENCE`` is
+        cancelled by uvicorn."""
         self.services.stopping.set()
         if self.dashboard is not None:
             self.dashboard.feed.close()
-        await asyncio.sleep(LAST_CALL)
+        if last_call:
+            await asyncio.sleep(LAST_CALL)
         self.server.should_exit = True
         await asyncio.wait({self.task}, timeout=STREAMS_PATIENCE + 5)
 

@@ -172,9 +172,10 @@ async def _serve(
         up.set()
         log.info("hades is up: %s", roles.names())
         await _until_stopped(stop, tasks)
+        applied = apis[0].services.projections.applied if apis else 0  # where the log stood when asked to stop
         if worker is not None and executing is not None:
             await _drain(worker, executing, settings.shutdown_grace_seconds, bool(apis))
-        await _stop_apis(apis, store)
+        await _stop_apis(apis, store, applied)
     finally:
         for task in reversed(tasks):
             await _cancel(task)
@@ -314,10 +315,12 @@ async def _drain(worker: ExecutorWorker, executing: asyncio.Task[None], grace: f
     await _wait(executing, grace + 10)
 
 
-async def _stop_apis(apis: list[ApiRole], store: NatsEventStore) -> None:
+async def _stop_apis(apis: list[ApiRole], store: NatsEventStore, applied_at_stop: int) -> None:
     """Once nothing runs here any more: the views take in the end of the log (the drained jobs' ends), then each
     API ends its live streams (a follower of a job that ended gets its end first) and stops answering; the other
-    roles, the projections and the NATS connection stop after."""
+    roles, the projections and the NATS connection stop after. The APIs take new connections a moment longer only
+    when the log moved since the stop was asked (a job ended meanwhile: its pollers get its end); an idle stop is
+    not held up."""
     if not apis:
         return
     projections = apis[0].services.projections  # one runner feeds every API of the process
@@ -326,7 +329,8 @@ async def _stop_apis(apis: list[ApiRole], store: NatsEventStore) -> None:
             log.warning("the views did not reach the end of the event log in %.0f s; stopping", _SETTLE_PATIENCE)
     except UNAVAILABLE as error:
         log.warning("could not read the end of the event log (%r); stopping", error)
-    await asyncio.gather(*(api.stop() for api in apis))
+    moved = projections.applied > applied_at_stop
+    await asyncio.gather(*(api.stop(last_call=moved) for api in apis))
 
 
 async def _wait(task: asyncio.Task[None], timeout: float) -> None:
