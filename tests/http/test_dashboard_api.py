@@ -349,6 +349,9 @@ async def test_logs_and_deliveries_of_a_job_without_any(make_client: MakeClient)
     assert (await client.get(f"/api/jobs/{job_id}/logs")).json() == {"logs": []}
     assert (await client.get(f"/api/jobs/{job_id}/deliveries")).json() == {"job_id": job_id, "deliveries": []}
     assert (await client.get(f"/api/jobs/{uuid.uuid4()}/deliveries")).status_code == 404
+    unknown = uuid.uuid4()
+    missing = await client.get(f"/api/jobs/{unknown}/logs")
+    assert (missing.status_code, missing.json()) == (404, {"error": f"job not found: {unknown}"})
 
 
 async def test_cancel_from_the_dashboard(make_client: MakeClient) -> None:

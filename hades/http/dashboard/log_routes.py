@@ -30,17 +30,21 @@ from hades.http.wire.jobs import Logs
     responses={
         200: json_answer(Logs, "One Log per step of the attempt named in X-Hades-Attempt"),
         400: INVALID_JOB_ID,
+        404: JOB_NOT_FOUND,
         **DASHBOARD_REFUSALS,
     },
 )
 async def logs(request: Request[Any, Any, State], job_id: FromPath[str]) -> Response[dict[str, Any]]:
     """``{"logs": [Log...]}``, one per step of the attempt the job is at (``X-Hades-Attempt``) in order, verbatim
-    (logs are not redacted, as in the Go dashboard)."""
+    (logs are not redacted, as in the Go dashboard); 404 for a job the event log does not know (unlike the Go
+    route, which answers such a job with no logs)."""
     services = services_of(request)
     pipeline = await pipeline_state(services, checked_job_id(job_id))
     if pipeline is not None:
         return Response({"logs": await pipeline_logs(services, pipeline)})
     attempt, shown = await job_logs(services, job_id)
+    if attempt is None:
+        raise DashboardError(status_code=404, detail=f"job not found: {job_id}")
     return Response({"logs": [log.wire() for log in shown]}, headers=attempt_headers(attempt))
 
 
