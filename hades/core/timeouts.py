@@ -51,7 +51,7 @@ class TimeoutPolicy:
         """``stages`` with each one's own timeout capped (one without keeps inheriting its pipeline's)."""
         return tuple(
             stage
-            if self.capped(stage.timeout_seconds) == stage.timeout_seconds
-            else stage.model_copy(update={"timeout_seconds": self.capped(stage.timeout_seconds)})
+            if (seconds := self.capped(stage.timeout_seconds)) == stage.timeout_seconds
+            else stage.model_copy(update={"timeout_seconds": seconds})
             for stage in stages
         )

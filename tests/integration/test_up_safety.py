@@ -97,13 +97,19 @@ def health(url: str) -> int | None:
         return None
 
 
+def running_up(processes: list[Hades], data: Path) -> tuple[Hades, dict[str, str]]:
+    """A ``hades up`` on ``data``, answering; with its environment."""
+    env = env_for(data)
+    hades = start(processes, env, "up")
+    wait_until_up(env["HADES_API_URL"], hades.process)
+    return hades, env
+
+
 def test_a_second_up_on_the_same_data_folder_refuses_at_once_naming_it_and_the_holder(
     tmp_path: Path, processes: list[Hades]
 ) -> None:
     data = tmp_path / "data"
-    first_env = env_for(data)
-    first = start(processes, first_env, "up")
-    wait_until_up(first_env["HADES_API_URL"], first.process)
+    first, first_env = running_up(processes, data)
     (owned,) = servers_using(str(data))
 
     second = start(processes, env_for(data), "up")
@@ -116,17 +122,13 @@ def test_a_second_up_on_the_same_data_folder_refuses_at_once_naming_it_and_the_h
 
 def test_a_sigkilled_owner_does_not_block_the_next_start(tmp_path: Path, processes: list[Hades]) -> None:
     data = tmp_path / "data"
-    first_env = env_for(data)
-    first = start(processes, first_env, "up")
-    wait_until_up(first_env["HADES_API_URL"], first.process)
+    first, _ = running_up(processes, data)
 
     first.process.kill()
     first.wait(timeout=10)
     until(lambda: servers_using(str(data)) == [])  # its server, the store's last writer, is gone too
 
-    second_env = env_for(data)
-    second = start(processes, second_env, "up")
-    wait_until_up(second_env["HADES_API_URL"], second.process)
+    _, second_env = running_up(processes, data)
     assert health(second_env["HADES_API_URL"]) == 200
 
 
@@ -134,9 +136,7 @@ def test_up_exits_with_one_clear_error_when_its_embedded_nats_server_dies(
     tmp_path: Path, processes: list[Hades]
 ) -> None:
     data = tmp_path / "data"
-    env = env_for(data)
-    hades = start(processes, env, "up")
-    wait_until_up(env["HADES_API_URL"], hades.process)
+    hades, _ = running_up(processes, data)
     (server,) = servers_using(str(data))
 
     os.kill(server, signal.SIGKILL)

@@ -12,6 +12,7 @@ from nats.aio.client import Client
 
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.pools import Pools
+from hades.core.spec import JobSpec
 from hades.workers.idle_pools import MARKER_MIN_SECONDS
 from tests.pools.test_idle_pools import (
     IDLE,
@@ -51,19 +52,26 @@ async def test_an_old_marker_is_purged_and_the_pool_used_again_takes_only_new_jo
     assert entry.live and entry.floor > 0  # consumers re-created later start there too
 
 
+async def removed_pool(nc: Client, event_store: NatsEventStore) -> tuple[JobSpec, Pools, Pools, str]:
+    """A pool a scheduler registered and whose one job ran and ended, removed by two watchdog rounds (marker, then
+    consumers): its spec, the scheduler's registry (its cache still holds the pool), the watchdog's, the job."""
+    spec = spec_in_new_pool()
+    scheduler, elsewhere = Pools(nc), Pools(nc)
+    old = await ran_and_ended(nc, event_store, scheduler, spec)
+    view = await view_of(event_store, [old])
+    for _ in range(2):
+        await watchdog(event_store, nc, view, elsewhere).tick()
+    return spec, scheduler, elsewhere, old
+
+
 @pytest.mark.parametrize("registered_by", ["scheduler", "watchdog"])
 async def test_a_pool_without_its_marker_never_hands_out_its_old_messages(
     nc: Client, event_store: NatsEventStore, registered_by: str
 ) -> None:
     """The scheduler registers the pool before it queues a job; the watchdog registers it for a job already queued
     (a scheduler's stale cache skipped the registration): either way only that job is delivered."""
-    spec = spec_in_new_pool()
+    spec, scheduler, elsewhere, old = await removed_pool(nc, event_store)
     pool = pool_of(spec)
-    scheduler, elsewhere = Pools(nc), Pools(nc)
-    old = await ran_and_ended(nc, event_store, scheduler, spec)
-    view = await view_of(event_store, [old])
-    for _ in range(2):
-        await watchdog(event_store, nc, view, elsewhere).tick()
     await elsewhere.purge(await elsewhere.entry(pool))
     assert (await elsewhere.entry(pool)).revision == 0 and await queues_left(nc, pool) == []
 
@@ -81,13 +89,8 @@ async def test_a_pool_without_its_marker_never_hands_out_its_old_messages(
 async def test_a_marker_is_kept_while_its_floor_may_be_needed(nc: Client, event_store: NatsEventStore) -> None:
     """A job queued into the pool after its removal and not yet seen by the watchdog keeps the marker however old,
     and the watchdog that sees the job registers the pool from that floor."""
-    spec = spec_in_new_pool()
-    pool = pool_of(spec)
-    scheduler, elsewhere = Pools(nc), Pools(nc)
-    old = await ran_and_ended(nc, event_store, scheduler, spec)
-    view = await view_of(event_store, [old])
-    for _ in range(2):
-        await watchdog(event_store, nc, view, elsewhere).tick()
+    spec, scheduler, elsewhere, old = await removed_pool(nc, event_store)
+    pool, view = pool_of(spec), await view_of(event_store, [old])
     late = await queued(event_store, scheduler, spec)  # a stale cache: into the removed pool
 
     await watchdog(event_store, nc, view, elsewhere, MUCH_LATER).tick()  # the watchdog's view lacks the late job
