@@ -1,10 +1,10 @@
 """``GET /metrics``: Prometheus exposition, rendered at scrape time from the read models (no second bookkeeping).
 
 Families: ``hades_jobs_total{status}`` (jobs that reached each terminal status), ``hades_jobs{status}`` (jobs now
-in each status), ``hades_queue_depth{priority}``, and histograms ``hades_phase_seconds{phase}``,
-``hades_job_overhead_seconds`` and ``hades_job_duration_seconds`` of finished jobs. Label values come from fixed
-sets (statuses, priorities, phase names), so the series count stays bounded. The process's own families
-(``hades.metrics``: append latency, executor slots and attempts) follow them.
+in each status), ``hades_queue_depth{priority}``, ``hades_views_sequence`` (how far the views have folded the log),
+and histograms ``hades_phase_seconds{phase}``, ``hades_job_overhead_seconds`` and ``hades_job_duration_seconds`` of
+finished jobs. Label values come from fixed sets (statuses, priorities, phase names), so the series count stays
+bounded. The process's own families (``hades.metrics``: append latency, executor slots and attempts) follow them.
 """
 
 from __future__ import annotations
@@ -46,7 +46,12 @@ class ReadModelCollector:
         depth = GaugeMetricFamily("hades_queue_depth", "Jobs waiting, per priority.", labels=["priority"])
         for priority, waiting in snapshot["queueDepth"]["byPriority"].items():
             depth.add_metric([priority], waiting)
-        yield from (finished, current, depth)
+        folded = GaugeMetricFamily(
+            "hades_views_sequence",
+            "The last event-log sequence folded into this process's views (behind the stream's last: the lag).",
+        )
+        folded.add_metric([], self._views.jobs.last_seq)
+        yield from (finished, current, depth, folded)
         distributions = self._views.distributions
         phases = HistogramMetricFamily("hades_phase_seconds", "Time finished jobs spent per phase.", labels=["phase"])
         for phase, distribution in sorted(distributions.phases.items()):

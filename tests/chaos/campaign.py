@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 from nats.aio.client import Client
 from nats.js import JetStreamContext
+from prometheus_client.parser import text_string_to_metric_families
 
 from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.topology import EVENTS_STREAM
 from tests.chaos.audit import Fault, completions, ended, missing_log_lines, read_outcome, write_recovery
 from tests.chaos.fleet import RoleFleet, Submitter
@@ -86,6 +89,41 @@ class Campaign:
             consumers[name] = (info.num_pending, info.num_ack_pending, info.num_redelivered)
         return f"{len(missing)} jobs, e.g. {histories}; (pending, ack pending, redelivered): {consumers}"
 
+    async def views_caught_up(self, seq: int, timeout: float = 15) -> None:
+        """Until every API replica's views hold the log up to ``seq`` (its ``hades_views_sequence``): a replica
+        follows the log again within seconds of a NATS restart, and reads answer from its views."""
+
+        async def behind() -> dict[str, float]:
+            lagging = {}
+            async with httpx.AsyncClient(timeout=5) as client:
+                for url in self.fleet.api_urls:
+                    folded = views_sequence((await client.get(f"{url}/metrics")).text)
+                    if folded < seq:
+                        lagging[url] = folded
+            return lagging
+
+        async def caught_up() -> bool:
+            return not await behind()
+
+        try:
+            await eventually(caught_up, timeout=timeout, interval=0.25)
+        except AssertionError as error:
+            raise AssertionError(f"{error}: views behind sequence {seq}: {await behind()}") from None
+
+    async def log_story(self, api_url: str, job_ids: list[str]) -> str:
+        """For a failure message: each job's events (type, attempt, stream sequence) and its log batches (step,
+        attempt, lines) as the raw streams hold them, and the attempt the API's logs answer shows."""
+        store, logs = NatsEventStore(self.nc), NatsLogStore(self.nc)
+        story = {}
+        for job_id in job_ids:
+            events = [(r.event.type, getattr(r.event, "attempt", None), r.seq) for r in await store.history(job_id)]
+            batches = [(b.step_id, b.attempt, len(b.logs or [])) for b in await logs.read(job_id)]
+            async with httpx.AsyncClient(timeout=10) as client:
+                shown = (await client.get(f"{api_url}/jobs/{job_id}/logs")).headers.get("X-Hades-Attempt")
+                views = [(await client.get(f"{url}/jobs/{job_id}")).text[:300] for url in self.fleet.api_urls]
+            story[job_id] = {"events": events, "log batches": batches, "attempt shown": shown, "views": views}
+        return f"missing log lines; the jobs' events and log batches: {story}"
+
     async def audit(self, test: str, api_url: str) -> dict[str, Any]:
         """Assert the guarantees over every job, write the recovery figures, and return them."""
         outcome = await read_outcome(NatsEventStore(self.nc))
@@ -103,7 +141,9 @@ class Campaign:
         assert twice_run == []
         succeeded = [j for j in accepted if outcome.kind(j) == "succeeded"]
         assert all(any(job == j for job, _ in runs) for j in succeeded)
-        assert await missing_log_lines(api_url, succeeded) == {}
+        await self.views_caught_up(await NatsEventStore(self.nc).stream_last_seq())
+        missing_lines = await missing_log_lines(api_url, succeeded)
+        assert missing_lines == {}, await self.log_story(api_url, sorted(missing_lines)[:3])
 
         def unhooked() -> list[str]:
             hooked = {r.json()["job_id"] for r in self.receiver.requests}  # type: ignore[index]
@@ -133,3 +173,11 @@ class Campaign:
         write_recovery(test, figures)
         print(f"\n{test}: {figures}", flush=True)
         return figures
+
+
+def views_sequence(exposition: str) -> float:
+    """``hades_views_sequence`` from a ``/metrics`` answer."""
+    for family in text_string_to_metric_families(exposition):
+        if family.name == "hades_views_sequence":
+            return family.samples[0].value
+    raise AssertionError("no hades_views_sequence in /metrics")

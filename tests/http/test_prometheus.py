@@ -53,6 +53,7 @@ async def test_metrics_expose_the_read_models(event_store: NatsEventStore, start
     assert grew("hades_jobs_total", status="Failed") == 1
     assert grew("hades_jobs", status="Queued") == 1
     assert grew("hades_queue_depth", priority="high") == 1
+    assert after[("hades_views_sequence", ())] == await event_store.stream_last_seq()
     assert grew("hades_phase_seconds_count", phase="run") == 2  # the two jobs that ran steps and ended
     assert grew("hades_phase_seconds_sum", phase="run") == pytest.approx(1.5)  # 0.5 s per step as the executor reported
     assert grew("hades_job_duration_seconds_count") == 2

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
+import weakref
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,19 +31,42 @@ async def connect(
 ) -> Client:
     """Open a connection that keeps reconnecting, as a long-running service needs, each failure said in one line
     (nats-py's default logs a traceback per try, every 2 s while the server is down) and the return too."""
-    return await nats.connect(
+    made: list[Client] = []
+
+    async def reconnected() -> None:
+        log.info("reconnected to NATS")
+        for listener in list(_reconnect_listeners.get(made[0], ())) if made else ():
+            listener()
+
+    client = await nats.connect(
         **connect_options(url, username, password, tls, name),
         error_cb=_connection_failed,
-        reconnected_cb=_reconnected,
+        reconnected_cb=reconnected,
     )
+    made.append(client)
+    return client
+
+
+#: Per connection made by :func:`connect`, what to call each time it reconnects.
+_reconnect_listeners: weakref.WeakKeyDictionary[Client, list[Callable[[], None]]] = weakref.WeakKeyDictionary()
+
+
+def on_reconnect(nc: Client, listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener`` each time ``nc`` is connected again after losing its server (for a connection made by
+    :func:`connect`; others never call it); returns how to stop. A listener must not block: it may set an event
+    or start a task."""
+    listeners = _reconnect_listeners.setdefault(nc, [])
+    listeners.append(listener)
+
+    def forget() -> None:
+        with contextlib.suppress(ValueError):
+            listeners.remove(listener)
+
+    return forget
 
 
 async def _connection_failed(error: Exception) -> None:
     log.warning("NATS connection: %s", str(error) or type(error).__name__)
-
-
-async def _reconnected() -> None:
-    log.info("reconnected to NATS")
 
 
 def connect_options(

@@ -24,13 +24,12 @@ from nats import nuid
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.client import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
 from prometheus_client import Histogram
 
 from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.direct import DirectBatches
+from hades.adapters.nats.following import StreamFollower
 from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
@@ -47,8 +46,6 @@ _ALREADY_THERE = (10071, 10201)
 #: is lost takes a few seconds; a client's reconnect waits 2 s between attempts.
 _OUTAGE_PATIENCE = 20.0
 _OUTAGE_RETRY = 0.5
-#: Seconds between the warnings of a follower still waiting for JetStream.
-_FOLLOW_NOTICE = 10.0
 _MSG_ID = "Nats-Msg-Id"
 #: Room kept for the headers of an append within the server's maximum message size.
 _HEADER_ALLOWANCE = 1024
@@ -299,13 +296,13 @@ class NatsEventStore:
 
     async def replay_batches(self, from_seq: int = 1) -> AsyncGenerator[list[Recorded], None]:
         """Every event from ``from_seq``, then live ones, through an ordered consumer (the fast read path), in
-        batches of whatever has arrived (one event when following live, hundreds while catching up).
+        batches of whatever has arrived (one event when following live, hundreds while catching up); each event
+        once and in order through NATS restarts (see :mod:`~hades.adapters.nats.following`).
 
         Messages arrive through a callback into a bounded buffer that is drained without a wait per message;
         a full buffer holds the callback back, which holds back flow control, so the server slows down rather
         than the client dropping anything. Handing on batches spares the reader a resumption per event.
         """
-        config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(from_seq, 1))
         buffer: deque[Msg] = deque()
         arrived, drained = asyncio.Event(), asyncio.Event()
 
@@ -316,7 +313,8 @@ class NatsEventStore:
             buffer.append(msg)
             arrived.set()
 
-        sub = await self._subscribe_patiently(config, collect)
+        follower = StreamFollower(self._nc, EVENTS_STREAM, "hades.events.>", from_seq, collect, "the event log")
+        await follower.start()
         take = buffer.popleft
         try:
             while True:
@@ -328,27 +326,7 @@ class NatsEventStore:
                         drained.set()
                     yield batch
         finally:
-            with contextlib.suppress(NatsError):
-                await sub.unsubscribe()
-
-    async def _subscribe_patiently(
-        self, config: ConsumerConfig, collect: Callable[[Msg], Awaitable[None]]
-    ) -> JetStreamContext.PushSubscription:
-        """The replay's ordered consumer, asked for again for as long as JetStream cannot make it yet (a cluster
-        still electing its leaders answers 503 "temporarily unavailable" to a consumer create, even after it
-        answered other requests): a projection waits that out rather than ending its process."""
-        since, told = time.monotonic(), None
-        while True:
-            try:
-                return await self._js.subscribe(
-                    "hades.events.>", stream=EVENTS_STREAM, ordered_consumer=True, config=config, cb=collect
-                )
-            except UNAVAILABLE as error:
-                now = time.monotonic()
-                if told is None or now - told >= _FOLLOW_NOTICE:
-                    log.warning("the event log cannot be followed yet (%r, %.0f s); asking again", error, now - since)
-                    told = now
-                await asyncio.sleep(_OUTAGE_RETRY)
+            await follower.stop()
 
     async def watch(self, job_id: str, on_event: Callable[[Event], None]) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each event published on the job's subjects from now on; returns how to stop.

@@ -14,7 +14,6 @@ of the writer's time at a million lines).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncGenerator
@@ -24,13 +23,13 @@ from typing import TypedDict
 from nats import nuid
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 from pydantic_core import to_json
 
 from hades.adapters.nats.connection import UNAVAILABLE
+from hades.adapters.nats.following import StreamFollower
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import Log, LogBudget, OutputStream
@@ -237,21 +236,15 @@ class NatsLogStore:
         self, job_id: str, idle: float = 1.0, after: int = 0
     ) -> AsyncGenerator[tuple[int, Log] | None, None]:
         """The job's batches from the first (or those stored after sequence ``after``: a client resuming), then
-        live ones; yields None after ``idle`` seconds without any, so the caller can decide whether to keep
-        waiting."""
+        live ones, each once and in order through NATS restarts; yields None after ``idle`` seconds without any, so
+        the caller can decide whether to keep waiting."""
         queue: asyncio.Queue[tuple[int, Log]] = asyncio.Queue(maxsize=1000)
 
         async def collect(msg: Msg) -> None:
             await queue.put((msg.metadata.sequence.stream, Log.model_validate_json(msg.data)))
 
-        config = (
-            ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1)
-            if after > 0
-            else ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
-        )
-        sub = await self._js.subscribe(
-            job_logs(job_id), stream=LOGS_STREAM, ordered_consumer=True, config=config, cb=collect
-        )
+        follower = StreamFollower(self._nc, LOGS_STREAM, job_logs(job_id), after + 1, collect, f"job {job_id}'s log")
+        await follower.start()
         try:
             while True:
                 try:
@@ -259,5 +252,4 @@ class NatsLogStore:
                 except TimeoutError:
                     yield None
         finally:
-            with contextlib.suppress(NatsError):
-                await sub.unsubscribe()
+            await follower.stop()

@@ -1,0 +1,152 @@
+"""Followers of the event log and of a job's log go on at once after their NATS server restarts, each message once.
+
+nats-py's ordered consumer lives in the server's memory: a restarted server has forgotten it, and nats-py noticed
+only after two missed 5 s heartbeats, on a check of its own clock: the API's views sat 10-20 s behind the log after
+every restart (the chaos suite read a job as ``Queued`` from one API while it had succeeded). Here a real
+nats-server is SIGKILLed or SIGTERMed and started again on its store and port; what is appended after the restart
+must reach the follower within a few seconds (the client's 2 s reconnect wait and a consumer create), in order,
+with nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from nats.aio.client import Client
+
+from hades.adapters.nats.connection import connect
+from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.server import EmbeddedNats, start_nats
+from hades.adapters.nats.topology import apply, load_topology
+from hades.core.events import JobSubmitted
+from hades.core.logs import LogBudget
+from hades.core.spec import JobSpec, Priority
+from tests.conftest import eventually, free_port
+
+#: The reconnect wait (2 s) and a consumer create, with room for a slow machine; nats-py alone took 10-20 s.
+PROMPTLY = 8.0
+
+
+class Restartable:
+    """A nats-server on a fixed port, started again on the same store."""
+
+    def __init__(self, store: Path) -> None:
+        self.store, self.port = store, free_port()
+        self.server: EmbeddedNats = start_nats(store, port=self.port)
+
+    def restart(self, kill: bool) -> None:
+        if kill:
+            self.server.process.kill()
+            self.server.process.wait()
+        else:
+            self.server.stop()
+        self.server = start_nats(self.store, port=self.port)
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
+    node = Restartable(tmp_path / "nats")
+    try:
+        nc = await connect(node.server.url)
+        await apply(nc.jetstream(), load_topology())
+        await nc.close()
+        yield node
+    finally:
+        node.server.process.kill()
+        node.server.process.wait()
+
+
+@contextlib.asynccontextmanager
+async def connected(url: str) -> AsyncIterator[Client]:
+    nc = await connect(url)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+def submitted(job_id: str) -> JobSubmitted:
+    return JobSubmitted(job_id=job_id, at=datetime.now(UTC), spec=JobSpec(name="t"), priority=Priority.LOW)
+
+
+async def append_jobs(nc: Client, count: int) -> list[int]:
+    store = NatsEventStore(nc)
+    seqs = []
+    for _ in range(count):
+        job_id = str(uuid.uuid4())
+        seqs.append(await store.append(job_id, [submitted(job_id)], 0))
+    return seqs
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["sigkill", "sigterm"])
+async def test_the_event_log_is_followed_on_at_once_after_a_restart(node: Restartable, kill: bool) -> None:
+    seen: list[int] = []
+    async with connected(node.server.url) as follower_nc:
+
+        async def follow() -> None:
+            async for batch in NatsEventStore(follower_nc).replay_batches(1):
+                seen.extend(recorded.seq for recorded in batch)
+
+        following = asyncio.create_task(follow())
+        try:
+            async with connected(node.server.url) as writer:
+                before = await append_jobs(writer, 3)
+            await eventually(lambda: asyncio.sleep(0, len(seen) == 3), timeout=10)
+
+            await asyncio.to_thread(node.restart, kill)
+            async with connected(node.server.url) as writer:
+                after = await append_jobs(writer, 3)
+                await eventually(lambda: asyncio.sleep(0, len(seen) >= 6), timeout=PROMPTLY)
+                more = await append_jobs(writer, 2)  # and it stays live
+                await eventually(lambda: asyncio.sleep(0, len(seen) >= 8), timeout=PROMPTLY)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+
+    assert seen == before + after + more
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["sigkill", "sigterm"])
+async def test_a_job_log_is_followed_on_at_once_after_a_restart(node: Restartable, kill: bool) -> None:
+    lines: list[str] = []
+    seqs: list[int] = []
+    async with connected(node.server.url) as follower_nc:
+
+        async def follow() -> None:
+            async for item in NatsLogStore(follower_nc).follow("job-1", idle=0.2):
+                if item is not None:
+                    seqs.append(item[0])
+                    lines.extend(entry.message for entry in item[1].logs or [])
+
+        async def write(nc: Client, step: int, texts: list[str]) -> None:
+            writer = NatsLogStore(nc).writer("job-1", step, LogBudget(), attempt=1)
+            await writer.open(f"container-{step}")
+            for text in texts:
+                await writer.write("stdout", datetime.now(UTC), text)
+            await writer.close()
+
+        following = asyncio.create_task(follow())
+        try:
+            async with connected(node.server.url) as writer_nc:
+                await write(writer_nc, 1, ["one", "two"])
+            await eventually(lambda: asyncio.sleep(0, len(lines) == 2), timeout=10)
+
+            await asyncio.to_thread(node.restart, kill)
+            async with connected(node.server.url) as writer_nc:
+                await write(writer_nc, 2, ["three"])
+                await eventually(lambda: asyncio.sleep(0, len(lines) >= 3), timeout=PROMPTLY)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+
+    assert lines == ["one", "two", "three"]
+    assert seqs == sorted(set(seqs))  # in order, none twice
