@@ -141,3 +141,24 @@ async def test_what_is_never_a_page_stays_itself_for_browsers(app_client: AppCli
 )
 def test_only_a_request_naming_html_first_asks_for_it(accept: str, html: bool) -> None:
     assert asks_for_html(accept) is html
+
+
+@pytest.mark.parametrize("auth_key", ["", KEY])
+async def test_answers_that_depend_on_accept_say_so_to_caches(
+    app_client: AppClient, api_services: ApiServices, auth_key: str
+) -> None:
+    """One URL, two answers (the page, the API's JSON or its challenge): ``Vary: Accept`` keeps a cache from
+    handing one to the other's client. What is the same for everyone does not vary."""
+    async with hades(app_client, api_services, auth_key) as (http, job_id):
+        for path in ("/jobs", f"/jobs/{job_id}", f"/jobs/{job_id}/logs"):
+            for headers in ({"accept": CHROME}, {"accept": "*/*", **basic(auth_key)}, {}):
+                answer = await http.get(path, headers=headers)
+                assert "Accept" in answer.headers.get_list("vary"), (path, headers, answer.status_code)
+        for path in ("/ping", "/metrics", "/api/session"):
+            assert "Accept" not in (await http.get(path, headers={"accept": CHROME})).headers.get_list("vary")
+
+
+async def test_without_the_dashboard_nothing_varies_by_accept(app_client: AppClient, api_services: ApiServices) -> None:
+    async with hades(app_client, api_services, "", dashboard=False) as (http, job_id):
+        answer = await http.get(f"/jobs/{job_id}", headers={"accept": CHROME})
+        assert answer.status_code == 200 and "vary" not in answer.headers

@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request
 from litestar.datastructures import State
 from litestar.enums import ScopeType
-from litestar.types import ASGIApp, Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from hades.http.dashboard.routes import index_html
 from hades.http.openapi import PATH as OPENAPI_PATH
@@ -25,17 +25,33 @@ def asks_for_html(accept: str) -> bool:
     return first.strip().lower() == "text/html"
 
 
-def is_page(request: Request[Any, Any, State]) -> bool:
-    """A browser navigating to one of the dashboard's pages (``/``, ``/login``, ``/jobs``, ``/jobs/<id>``...)."""
+def answers_by_accept(request: Request[Any, Any, State]) -> bool:
+    """A GET whose answer depends on ``Accept``: a page to a browser navigating, the API's answer to anyone else."""
     path = request.url.path
     return (
         request.method == "GET"
         and request.app.state.dashboard is not None
-        and asks_for_html(request.headers.get("accept", ""))
         and path not in NOT_PAGES
         and not path.startswith(NOT_PAGE_PREFIXES)
         and "/artifacts/" not in path  # a download is a file, whoever asks
     )
+
+
+def is_page(request: Request[Any, Any, State]) -> bool:
+    """A browser navigating to one of the dashboard's pages (``/``, ``/login``, ``/jobs``, ``/jobs/<id>``...)."""
+    return answers_by_accept(request) and asks_for_html(request.headers.get("accept", ""))
+
+
+def varying_by_accept(send: Send) -> Send:
+    """``send`` with ``Vary: Accept`` added to the response's headers, so that a cache between Hades and its
+    clients keeps the page and the API's answer of one URL apart (the bodies are the Go API's, unchanged)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), (b"vary", b"Accept")]}
+        await send(message)
+
+    return sending
 
 
 def pages_before_guards(app: ASGIApp) -> ASGIApp:
@@ -50,9 +66,11 @@ def pages_before_guards(app: ASGIApp) -> ASGIApp:
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == ScopeType.HTTP and scope["method"] == "GET":  # all POST /build pays for it
             request: Request[Any, Any, State] = Request(scope, receive)
-            if is_page(request):
-                await index_html().to_asgi_response(None, request)(scope, receive, send)
-                return
+            if answers_by_accept(request):
+                send = varying_by_accept(send)
+                if asks_for_html(request.headers.get("accept", "")):
+                    await index_html().to_asgi_response(None, request)(scope, receive, send)
+                    return
         await app(scope, receive, send)
 
     return middleware
