@@ -15,15 +15,13 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
-from uuid import UUID
 
 from pydantic import ValidationError
 
 from hades.core.artifacts import decode_artifacts, decode_inputs, decode_when
 from hades.core.errors import SpecError
+from hades.core.go_json import JSONObject, go_time, go_uuid, json_kind
 from hades.core.spec import INVALID_JSON_BODY, JobSpec, validate_job_spec
 from hades.core.stages import Stage
 from hades.core.steps import Step
@@ -31,69 +29,7 @@ from hades.core.steps import Step
 __all__ = ["parse_job_request", "parse_stages_request"]
 
 
-# -- Go scalar types -----------------------------------------------------------------------------------------
-
-_UUID36 = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_UUID32 = re.compile(rb"[0-9a-fA-F]{32}")
-_RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})"
-)
-
-
-def _go_uuid(value: object) -> object:
-    """Read a UUID string as github.com/google/uuid does.
-
-    It takes the plain form, ``urn:uuid:`` plus it, it wrapped in one character each side, or 32 hex digits.
-    """
-    if value is None or isinstance(value, UUID):
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"expected a UUID string, not {_kind(value)}")
-    raw = value.encode("utf-8", "surrogatepass")
-    if len(raw) == 45 and raw[:9].lower() == b"urn:uuid:":
-        raw = raw[9:]
-    elif len(raw) == 38:
-        raw = raw[1:37]  # Go drops the first and last byte without looking at them
-    if _UUID36.fullmatch(raw) or _UUID32.fullmatch(raw):
-        return UUID(raw.decode())
-    raise ValueError("expected a UUID such as 0b7e3b52-5d0f-4f4e-9a53-2d6f8f1d6c11")
-
-
-def _go_time(value: object) -> object:
-    """Read a timestamp as Go's time.Time.UnmarshalJSON does: strict RFC 3339, always with a zone."""
-    if value is None or (isinstance(value, datetime) and value.tzinfo is not None):
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"expected an RFC 3339 time string, not {_kind(value)}")
-    match = _RFC3339.fullmatch(value)
-    if match is None:
-        raise ValueError("expected an RFC 3339 time with a zone, such as 2024-05-01T10:20:30Z")
-    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-    micros = int((match[7] or "")[:6].ljust(6, "0"))  # Go keeps nanoseconds; Python has microseconds
-    try:
-        return datetime(year, month, day, hour, minute, second, micros, tzinfo=_go_zone(match[8]))
-    except ValueError as exc:  # a day, hour or zone out of range
-        raise ValueError(f"not a valid time: {exc}") from exc
-
-
-def _go_zone(zone: str) -> timezone:
-    if zone == "Z":
-        return UTC
-    hours, minutes = int(zone[1:3]), int(zone[4:6])
-    if hours > 23 or minutes > 59:
-        raise ValueError(f"zone offset out of range: {zone}")
-    offset = timedelta(hours=hours, minutes=minutes)
-    return timezone(-offset if zone[0] == "-" else offset)
-
-
 # -- decoding, as encoding/json decodes into the Go structs --------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _JSONObject:
-    """A JSON object: its members in document order, repeated keys kept (Go decodes every one of them)."""
-
-    members: list[tuple[str, Any]]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -128,20 +64,6 @@ def _bind_error(where: str, what: str) -> SpecError:
     return SpecError(f"{INVALID_JSON_BODY}: {where}: {what}" if where else f"{INVALID_JSON_BODY}: {what}")
 
 
-def _kind(value: Any) -> str:
-    """A JSON value's kind, as an error names what it got."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float):  # 1.5, and Go refuses 1e3 and 1.0 for an integer too
-        return "a number with a fraction or exponent"
-    if isinstance(value, int):
-        return "an integer"
-    kinds = {str: "a string", list: "an array", _JSONObject: "an object"}
-    return kinds.get(type(value), type(value).__name__)
-
-
 def _validation_error(error: ValidationError, prefix: str) -> SpecError:
     """pydantic's first complaint about a field, said in the request's terms: the path, what was expected."""
     first = error.errors(include_url=False)[0]
@@ -163,7 +85,7 @@ def _expected(error: Mapping[str, Any]) -> str:
     """What a field needed, from one of pydantic's error details (its ``type``, ``ctx``, ``input``, ``msg``)."""
     kind, value, msg = error["type"], error["input"], str(error["msg"])
     if kind in _EXPECTED:
-        return f"{_EXPECTED[kind]}, not {_kind(value)}"
+        return f"{_EXPECTED[kind]}, not {json_kind(value)}"
     if kind == "greater_than_equal":
         return f"must be at least {error['ctx']['ge']}, not {value}"
     if kind == "less_than_equal":
@@ -176,8 +98,8 @@ def _go_text(s: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", s)
 
 
-def _json_object(pairs: list[tuple[str, Any]]) -> _JSONObject:
-    return _JSONObject([(_go_text(key), _go_text(v) if isinstance(v, str) else v) for key, v in pairs])
+def _json_object(pairs: list[tuple[str, Any]]) -> JSONObject:
+    return JSONObject([(_go_text(key), _go_text(v) if isinstance(v, str) else v) for key, v in pairs])
 
 
 def _reject_constant(name: str) -> Any:
@@ -224,8 +146,8 @@ def _refuse_typo(model: _Model, key: str, where: str) -> None:
 def _decode_struct(model: _Model, value: Any, into: dict[str, Any], where: str = "") -> dict[str, Any]:
     """Decode a JSON object into (a copy of) ``into``; like Go, a repeated key decodes again on top. ``where`` is
     the object's path in the body, ending in a dot (``steps[0].``), for the errors."""
-    if not isinstance(value, _JSONObject):
-        raise _bind_error(where.rstrip("."), f"expected an object, not {_kind(value)}")
+    if not isinstance(value, JSONObject):
+        raise _bind_error(where.rstrip("."), f"expected an object, not {json_kind(value)}")
     decoded = dict(into)
     for key, member in value.members:
         name = _field_name(model, key)
@@ -260,23 +182,23 @@ def _decode_field(model: _Model, name: str, value: Any, current: Any, where: str
         raise _bind_error(f"{where}{name}", str(exc)) from exc
 
 
-_GO_READERS: dict[str, Callable[[object], object]] = {"id": _go_uuid, "timestamp": _go_time}
+_GO_READERS: dict[str, Callable[[object], object]] = {"id": go_uuid, "timestamp": go_time}
 
 
 def _decode_metadata(value: Any, current: dict[str, str], where: str) -> dict[str, str]:
-    if not isinstance(value, _JSONObject):
-        raise _bind_error(where, f"expected an object of strings, not {_kind(value)}")
+    if not isinstance(value, JSONObject):
+        raise _bind_error(where, f"expected an object of strings, not {json_kind(value)}")
     merged = dict(current)  # Go decodes into the map it already has
     for key, item in value.members:
         if item is not None and not isinstance(item, str):
-            raise _bind_error(f"{where}[{json.dumps(key)}]", f"expected a string, not {_kind(item)}")
+            raise _bind_error(f"{where}[{json.dumps(key)}]", f"expected a string, not {json_kind(item)}")
         merged[key] = item or ""  # Go stores "" for a null map value
     return merged
 
 
 def _decode_steps(value: Any, current: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
-        raise _bind_error(where, f"expected an array of steps, not {_kind(value)}")
+        raise _bind_error(where, f"expected an array of steps, not {json_kind(value)}")
     steps = []
     for index, item in enumerate(value):  # Go decodes element i on top of the existing element i
         existing = current[index] if index < len(current) else {}
@@ -298,7 +220,7 @@ _CONSTRAINTS_SHAPE = 'must be a list of objects such as {"attribute": "os", "ope
 
 
 def _decode_constraints(value: Any) -> list[dict[str, str]]:
-    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+    if not isinstance(value, list) or not all(isinstance(item, JSONObject) for item in value):
         raise SpecError(f"Invalid constraints: {_CONSTRAINTS_SHAPE}")
     constraints = []
     for index, item in enumerate(value):
@@ -315,7 +237,7 @@ def _decode_constraints(value: Any) -> list[dict[str, str]]:
 
 
 def _decode_resources(value: Any) -> dict[str, Any]:
-    if not isinstance(value, _JSONObject):
+    if not isinstance(value, JSONObject):
         raise SpecError('Invalid resources: must be an object such as {"cpu": 2, "memory": "4g"}')
     fields: dict[str, Any] = {}
     for key, member in value.members:
@@ -337,7 +259,7 @@ _STAGES_SHAPE = 'must be a list of objects such as {"name": "build", "steps": [.
 
 def _decode_stages(value: Any) -> list[dict[str, Any]]:
     """``stages`` (ours): a list of objects, each decoded as the job's own fields are, plus ``name`` and ``needs``."""
-    if not isinstance(value, list) or not all(isinstance(item, _JSONObject) for item in value):
+    if not isinstance(value, list) or not all(isinstance(item, JSONObject) for item in value):
         raise SpecError(f"Invalid stages: {_STAGES_SHAPE}")
     return [_decode_struct(Stage, item, {}, f"stages[{index}].") for index, item in enumerate(value)]
 
@@ -351,13 +273,13 @@ def _decode_needs(value: Any) -> list[str]:
 _ARTIFACT_DECODERS: dict[str, Callable[[Any], Any]] = {
     "artifacts": decode_artifacts,
     "artifacts_when": decode_when,
-    "inputs": lambda value: decode_inputs(value, lambda item: item.members if isinstance(item, _JSONObject) else None),
+    "inputs": lambda value: decode_inputs(value, lambda item: item.members if isinstance(item, JSONObject) else None),
 }
 
 
 def _decode_job(body: bytes) -> JobSpec:
     raw = _load_json(body)
-    top = _JSONObject([]) if raw is None else raw  # Go: a top-level null decodes to the zero struct
+    top = JSONObject([]) if raw is None else raw  # Go: a top-level null decodes to the zero struct
     fields = _decode_struct(JobSpec, top, {})
     try:
         return JobSpec.model_validate(fields)
@@ -369,7 +291,7 @@ def parse_stages_request(body: bytes) -> tuple[tuple[Stage, ...], str | None]:
     """Decode a ``POST /jobs/{id}/stages`` body: ``{"stages": [...], "stage": "<the adding stage>"}``; the stages
     decode as a pipeline's do. Raises SpecError naming the problem (the checks against the pipeline come later)."""
     raw = _load_json(body)
-    if not isinstance(raw, _JSONObject):
+    if not isinstance(raw, JSONObject):
         raise SpecError(f'Invalid body: must be an object such as {{"stages": [...]}}; stages {_STAGES_SHAPE}')
     members = {key.lower(): value for key, value in raw.members}
     by = members.get("stage")
