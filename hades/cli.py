@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import logging
-import socket
 import sys
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from hades.adapters.k8s.buildjob import buildjob_manifest
 from hades.adapters.k8s.pods import pod_manifest
-from hades.adapters.nats.topology import ApplyReport
 from hades.client.cli import add_client_commands
 from hades.config import Settings, load_settings
 from hades.core.go_request import parse_job_request
@@ -29,14 +26,11 @@ from hades.http.dashboard.config import DashboardConfigError
 from hades.streams_show import EXIT_CODES as streams_exit_codes
 from hades.streams_show import streams_show as show_streams
 from hades.streams_show import tool_nats_url
-
-if TYPE_CHECKING:
-    from hades.adapters.nats.server import EmbeddedNats
+from hades.up import apply_topology, ensure_free, run_async, up
 
 log = logging.getLogger("hades")
 
 DEFAULT_NATS_URL = "nats://localhost:4222"
-_T = TypeVar("_T")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hades", description="A container job scheduler on NATS JetStream.")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    up = commands.add_parser(
+    up_command = commands.add_parser(
         "up",
         help="run every role in one process, on an embedded nats-server",
         description="Run the API, scheduler, executor (HADES_EXECUTOR, Docker by default) and notifier in one "
@@ -81,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         "error if that server dies. The API listens on API_PORT (8080). Ctrl-C or SIGTERM stops it gracefully, a "
         "second one at once; a restart from the same folder resumes where it stopped.",
     )
-    up.set_defaults(handler=_up)
+    up_command.set_defaults(handler=_up)
     for role in ("api", "scheduler", "executor", "notifier", "logmanager"):
         sub = commands.add_parser(role, help=_ROLES[role])
         sub.set_defaults(handler=_role, role=role)
@@ -186,94 +180,17 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 # -- roles ------------------------------------------------------------------------------------------------------
 
 
-def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-        return asyncio.run(coroutine)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coroutine)
-
-
 def _up(_args: argparse.Namespace, settings: Settings) -> int:
-    from hades.adapters.data_lock import DataDirLock
-    from hades.adapters.nats.server import start_nats, store_dir_for
-    from hades.runtime import Roles, serve
-
-    url = settings.nats_url
-    _ensure_free("API_PORT", settings.api_host, settings.api_port)
-    if url is not None:
-        _run(_apply_topology(url, settings, quiet=True))
-        log.info("API on http://localhost:%d", settings.api_port)
-        _run(serve(settings, Roles.all(), url))
-        return 0
-    lock = DataDirLock(Path(settings.data_dir).absolute())  # before any nats-server touches the store
-    try:
-        _ensure_free("NATS_PORT", "127.0.0.1", settings.nats_port, "or set NATS_URL to use the server already there")
-        store = store_dir_for(settings.data_dir)
-        embedded = start_nats(
-            store,
-            port=settings.nats_port,
-            sync_interval=settings.nats_sync_interval,
-            log_file=store / "server.log",
-            hold=(lock.fd,),
-        )
-        log.info("embedded nats-server at %s, data in %s", embedded.url, store)
-        try:
-            _run(_apply_topology(embedded.url, settings, quiet=True))
-            log.info("API on http://localhost:%d", settings.api_port)
-            _run(_serve_embedded(settings, embedded))
-        finally:
-            embedded.stop()
-    finally:
-        lock.release()
-    return 0
-
-
-async def _serve_embedded(settings: Settings, embedded: EmbeddedNats) -> None:
-    """Every role over the embedded server, and the server watched: if it dies, the process stops at once.
-
-    Without its server the process could only spin (every append timing out) and nothing it did could be recorded,
-    so it exits non-zero for its supervisor (systemd, Docker's restart policy, ``make up`` again) to restart it;
-    JetStream recovers from its store, and the executors' sweep and the watchdog take back what was running.
-    """
-    from hades.runtime import Roles, serve, stop_at_once
-
-    serving = asyncio.create_task(serve(settings, Roles.all(), embedded.url))
-    watching = asyncio.create_task(embedded.exited())
-    await asyncio.wait({serving, watching}, return_when=asyncio.FIRST_COMPLETED)
-    if serving.done():
-        watching.cancel()
-        serving.result()  # what stopped it, if anything did
-        return
-    stop_at_once(
-        1,
-        f"the embedded nats-server exited unexpectedly (status {watching.result()}; its log: "
-        f"{embedded.store_dir / 'server.log'}): stopping hades at once, for its supervisor to start it again",
-    )
-
-
-def _ensure_free(variable: str, host: str, port: int, alternative: str = "") -> None:
-    """Refuse to start, naming the setting, when something already listens on ``port`` (another Hades, often)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers themselves bind
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            extra = f", {alternative}" if alternative else ""
-            raise RuntimeError(
-                f"{variable} {port} on {host} is taken ({error.strerror}): stop what listens there (another "
-                f"`hades up`?), or set {variable} to a free port{extra}"
-            ) from None
+    return up(settings)
 
 
 def _role(args: argparse.Namespace, settings: Settings) -> int:
     from hades.runtime import Roles, serve
 
     if args.role == "api":
-        _ensure_free("API_PORT", settings.api_host, settings.api_port)
+        ensure_free("API_PORT", settings.api_host, settings.api_port)
     roles = Roles(**{args.role: True})
-    _run(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
+    run_async(serve(settings, roles, settings.nats_url or DEFAULT_NATS_URL))
     return 0
 
 
@@ -282,40 +199,17 @@ def _operator(args: argparse.Namespace, settings: Settings) -> int:
 
     flags = {"health_probe_bind_address": args.health_probe_bind_address, "leader_elect": args.leader_elect}
     settings = settings.model_copy(update={key: value for key, value in flags.items() if value is not None})
-    _run(serve(settings, Roles(operator=True), settings.nats_url or DEFAULT_NATS_URL))
+    run_async(serve(settings, Roles(operator=True), settings.nats_url or DEFAULT_NATS_URL))
     return 0
 
 
 def _streams_apply(args: argparse.Namespace, settings: Settings) -> int:
     if args.replicas is not None:
         settings = settings.model_copy(update={"stream_replicas": args.replicas})
-    report = _run(_apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=args.json))
+    report = run_async(apply_topology(settings.nats_url or DEFAULT_NATS_URL, settings, quiet=args.json))
     if args.json:
         print(json.dumps(dataclasses.asdict(report), indent=2))
     return 0
-
-
-async def _apply_topology(url: str, settings: Settings, quiet: bool) -> ApplyReport:
-    from hades.adapters.nats.connection import connect
-    from hades.adapters.nats.topology import apply, load_topology
-
-    topology = load_topology(settings.streams_file)
-    if settings.stream_replicas is not None:
-        topology = topology.with_replicas(settings.stream_replicas)
-    nc = await connect(url, settings.nats_username, settings.nats_password, settings.nats_tls_enabled)
-    try:
-        report = await apply(nc.jetstream(), topology)
-    finally:
-        await nc.close()
-    for verb, names in (
-        ("created", report.created),
-        ("updated", report.updated),
-        ("unchanged", report.unchanged),
-    ):
-        for name in names:
-            if not quiet or verb != "unchanged":
-                log.info("%s %s", verb, name)
-    return report
 
 
 # -- tools (the client commands are in hades.client.cli) ----------------------------------------------------------
@@ -374,7 +268,7 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
             await nc.close()
         summary.update(report.summary(until_time or datetime.now(UTC)))
 
-    _run(run())
+    run_async(run())
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
