@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import nats
 import pytest
 from nats.aio.client import Client
 
@@ -150,3 +151,32 @@ async def test_a_job_log_is_followed_on_at_once_after_a_restart(node: Restartabl
 
     assert lines == ["one", "two", "three"]
     assert seqs == sorted(set(seqs))  # in order, none twice
+
+
+async def test_without_a_reconnect_notice_the_heartbeats_bring_the_follower_back(node: Restartable) -> None:
+    """A connection that tells nobody it reconnected (not made by ``connect``; or a cluster node lost while the
+    connection stayed up): nats-py starts the consumer again after two missed heartbeats, a second each."""
+    seen: list[int] = []
+    follower_nc = await nats.connect(node.server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+    try:
+
+        async def follow() -> None:
+            async for batch in NatsEventStore(follower_nc).replay_batches(1):
+                seen.extend(recorded.seq for recorded in batch)
+
+        following = asyncio.create_task(follow())
+        try:
+            async with connected(node.server.url) as writer:
+                before = await append_jobs(writer, 2)
+            await eventually(lambda: asyncio.sleep(0, len(seen) == 2), timeout=10)
+            await asyncio.to_thread(node.restart, True)
+            async with connected(node.server.url) as writer:
+                after = await append_jobs(writer, 2)
+                await eventually(lambda: asyncio.sleep(0, len(seen) >= 4), timeout=PROMPTLY)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+    finally:
+        await follower_nc.close()
+    assert seen == before + after
