@@ -16,10 +16,13 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import nats
 import pytest
 from nats.aio.client import Client
+from nats.js.client import JetStreamContext
+from nats.js.errors import APIError
 
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
@@ -179,4 +182,43 @@ async def test_without_a_reconnect_notice_the_heartbeats_bring_the_follower_back
                 await following
     finally:
         await follower_nc.close()
+    assert seen == before + after
+
+
+async def test_a_follower_whose_new_consumer_is_refused_asks_again(
+    node: Restartable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the reconnect and its new consumer the follower has none: a refusal (other than "not yet") is no
+    reason to stop following for good."""
+    real, calls = JetStreamContext.subscribe, 0
+
+    async def refused_once_after_the_first(self: JetStreamContext, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise APIError(code=500, err_code=10049, description="insufficient resources")
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(JetStreamContext, "subscribe", refused_once_after_the_first)
+    seen: list[int] = []
+    async with connected(node.server.url) as follower_nc:
+
+        async def follow() -> None:
+            async for batch in NatsEventStore(follower_nc).replay_batches(1):
+                seen.extend(recorded.seq for recorded in batch)
+
+        following = asyncio.create_task(follow())
+        try:
+            async with connected(node.server.url) as writer:
+                before = await append_jobs(writer, 1)
+            await eventually(lambda: asyncio.sleep(0, len(seen) == 1), timeout=10)
+            await asyncio.to_thread(node.restart, True)
+            async with connected(node.server.url) as writer:
+                after = await append_jobs(writer, 1)
+                await eventually(lambda: asyncio.sleep(0, len(seen) >= 2), timeout=PROMPTLY)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+    assert calls >= 3
     assert seen == before + after

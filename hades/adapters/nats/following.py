@@ -86,11 +86,20 @@ class StreamFollower:
         await self._deliver(msg)
 
     async def _restart_on_reconnect(self) -> None:
+        """On each reconnect, a new consumer after the last message handed on; tried again until it is there (a
+        server that went away again meanwhile, or refused with something other than "not yet"), since the follower
+        has no consumer at all in between."""
         while True:
             await self._reconnected.wait()
             self._reconnected.clear()
-            await self._unsubscribe()
-            self._sub = await self._subscribe()
+            try:
+                await self._unsubscribe()
+                self._sub = await self._subscribe()
+            except (NatsError, OSError) as error:
+                log.warning("could not follow %s again yet (%r); trying again", self._what, error)
+                self._reconnected.set()
+                await asyncio.sleep(_RETRY)
+                continue
             log.info("following %s again from sequence %d after a reconnect", self._what, self.last + 1)
 
     async def _unsubscribe(self) -> None:
