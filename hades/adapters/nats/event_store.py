@@ -29,7 +29,7 @@ from prometheus_client import Histogram
 
 from hades.adapters.nats.connection import UNAVAILABLE
 from hades.adapters.nats.direct import DirectBatches
-from hades.adapters.nats.following import StreamFollower
+from hades.adapters.nats.following import StreamFollower, stream_seq
 from hades.adapters.nats.subjects import job_event, job_events
 from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event, encode_event
@@ -248,7 +248,7 @@ class NatsEventStore:
         """The job's events up to and including ``msg``, one of them as a consumer delivered it: the older ones
         read along the chain from it, without asking for the job's newest. (Anything appended after ``msg`` is not
         in it; a command decided on it then meets a conflict and re-reads, as on any stale view.)"""
-        return await self._chain(job_id, _stream_seq(msg), msg.data, msg.headers or {}, msg.subject)
+        return await self._chain(job_id, stream_seq(msg), msg.data, msg.headers or {}, msg.subject)
 
     async def _chain(self, job_id: str, seq: int, data: bytes, headers: dict[str, str], subject: str) -> list[Recorded]:
         prefix = job_event(job_id, "")
@@ -303,14 +303,14 @@ class NatsEventStore:
         a full buffer holds the callback back, which holds back flow control, so the server slows down rather
         than the client dropping anything. Handing on batches spares the reader a resumption per event.
         """
-        buffer: deque[Msg] = deque()
+        buffer: deque[tuple[int, Msg]] = deque()
         arrived, drained = asyncio.Event(), asyncio.Event()
 
-        async def collect(msg: Msg) -> None:
+        async def collect(seq: int, msg: Msg) -> None:
             while len(buffer) >= _REPLAY_BUFFER:
                 drained.clear()
                 await drained.wait()
-            buffer.append(msg)
+            buffer.append((seq, msg))
             arrived.set()
 
         follower = StreamFollower(self._nc, EVENTS_STREAM, "hades.events.>", from_seq, collect, "the event log")
@@ -321,7 +321,7 @@ class NatsEventStore:
                 await arrived.wait()
                 arrived.clear()
                 while buffer:
-                    batch = [_recorded(take()) for _ in range(min(len(buffer), _REPLAY_BATCH))]
+                    batch = [_recorded(*take()) for _ in range(min(len(buffer), _REPLAY_BATCH))]
                     if len(buffer) < _REPLAY_BUFFER // 2:
                         drained.set()
                     yield batch
@@ -356,9 +356,9 @@ def _record(seq: int, data: bytes, headers: dict[str, str] | None) -> Recorded:
     return Recorded(seq, decode_event(data), headers.get(_MSG_ID), headers.get(TRACEPARENT))
 
 
-def _recorded(msg: Msg) -> Recorded:
-    """A message of the replay's ordered consumer as a stored event."""
-    return _record(_stream_seq(msg), msg.data, msg.headers)
+def _recorded(seq: int, msg: Msg) -> Recorded:
+    """A message of the replay's ordered consumer (at stream sequence ``seq``) as a stored event."""
+    return _record(seq, msg.data, msg.headers)
 
 
 def _previous_seq(seq: int, headers: dict[str, str]) -> int | None:
@@ -369,19 +369,3 @@ def _previous_seq(seq: int, headers: dict[str, str]) -> int | None:
         return seq - 1  # a batch is stored in one piece: its later messages follow the first directly
     expected = headers.get("Nats-Expected-Last-Subject-Sequence")
     return int(expected) if expected is not None and expected.isdigit() else None
-
-
-def _stream_seq(msg: Msg) -> int:
-    """The message's stream sequence, read straight off its ack subject (``$JS.ACK.<stream>.<consumer>.<delivered>.
-    <stream seq>...``, or the longer form with a domain and account hash): ``msg.metadata`` builds a whole object,
-    timestamp included, which costs more than folding the event does."""
-    tokens = msg.reply.split(".") if msg.reply else []
-    if len(tokens) == _V1_ACK_TOKENS and tokens[0] == "$JS":
-        return int(tokens[5])
-    if len(tokens) >= _V2_ACK_TOKENS and tokens[0] == "$JS":
-        return int(tokens[7])
-    return int(msg.metadata.sequence.stream)
-
-
-_V1_ACK_TOKENS = 9
-_V2_ACK_TOKENS = 11

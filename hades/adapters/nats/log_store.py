@@ -240,8 +240,8 @@ class NatsLogStore:
         the caller can decide whether to keep waiting."""
         queue: asyncio.Queue[tuple[int, Log]] = asyncio.Queue(maxsize=1000)
 
-        async def collect(msg: Msg) -> None:
-            await queue.put((msg.metadata.sequence.stream, Log.model_validate_json(msg.data)))
+        async def collect(seq: int, msg: Msg) -> None:
+            await queue.put((seq, Log.model_validate_json(msg.data)))
 
         follower = StreamFollower(self._nc, LOGS_STREAM, job_logs(job_id), after + 1, collect, f"job {job_id}'s log")
         await follower.start()
