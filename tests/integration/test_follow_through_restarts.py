@@ -1,4 +1,5 @@
-"""Followers of the event log and of a job's log go on at once after their NATS server restarts, each message once.
+"""Followers of the event log, of a job's log and of the executor pools go on at once after their NATS server
+restarts, each message once.
 
 nats-py's ordered consumer lives in the server's memory: a restarted server has forgotten it, and nats-py noticed
 only after two missed 5 s heartbeats, on a check of its own clock: the API's views sat 10-20 s behind the log after
@@ -27,8 +28,10 @@ from nats.js.errors import APIError
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.log_store import NatsLogStore
+from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.server import EmbeddedNats, start_nats
 from hades.adapters.nats.topology import apply, load_topology
+from hades.core.constraints import Placement
 from hades.core.events import JobSubmitted
 from hades.core.logs import LogBudget
 from hades.core.spec import JobSpec, Priority
@@ -222,3 +225,29 @@ async def test_a_follower_whose_new_consumer_is_refused_asks_again(
                 await following
     assert calls >= 3
     assert seen == before + after
+
+
+async def test_a_pool_registered_after_a_restart_reaches_its_executors_at_once(node: Restartable) -> None:
+    """The executors follow ``HADES_POOLS`` to learn of new pools: a KV watcher sat 10-20 s behind after a restart,
+    and a job of a pool created meanwhile waited that long for them."""
+    seen: list[tuple[str, Placement | None]] = []
+    async with connected(node.server.url) as follower_nc:
+
+        async def follow() -> None:
+            async for change in Pools(follower_nc).follow():
+                seen.append(change)
+
+        following = asyncio.create_task(follow())
+        try:
+            async with connected(node.server.url) as writer:
+                first = await Pools(writer).register(Placement(cpu=1))
+            await eventually(lambda: asyncio.sleep(0, len(seen) == 1), timeout=10)
+            await asyncio.to_thread(node.restart, True)
+            async with connected(node.server.url) as writer:
+                second = await Pools(writer).register(Placement(cpu=2))
+                await eventually(lambda: asyncio.sleep(0, len(seen) >= 2), timeout=PROMPTLY)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+    assert seen == [(first, Placement(cpu=1)), (second, Placement(cpu=2))]

@@ -37,11 +37,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import ConsumerInfo, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 from pydantic import ValidationError
 
+from hades.adapters.nats.following import StreamFollower
 from hades.adapters.nats.subjects import token
 from hades.adapters.nats.topology import EVENTS_STREAM, stream_consumers
 from hades.core.constraints import Placement
@@ -59,6 +61,7 @@ FLOOR_HEADER = "Hades-Pool-Floor"
 _KV_STREAM = f"KV_{BUCKET}"
 _KV_PREFIX = f"$KV.{BUCKET}."
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+_FOLLOW_BUFFER = 1000  # pool changes read ahead of the executor taking them in
 #: Seconds a scheduler trusts that a pool it registered is still there before it looks again (one KV read).
 RECHECK_SECONDS = 10.0
 
@@ -277,23 +280,30 @@ class Pools:
                 await js.delete_consumer(self._stream, queue_consumer(priority, pool))
 
     async def follow(self) -> AsyncIterator[tuple[str, Placement | None]]:
-        """Every pool now, then each change as it happens: ``(key, placement)``, with None for a removed pool."""
-        watcher = await (await self._bucket()).watchall()
+        """Every pool now, then each change as it happens: ``(key, placement)``, with None for a removed pool; each
+        change once and in order through NATS restarts (read off the bucket's stream by a ``StreamFollower``: a
+        KV watcher sat 10-20 s behind after a restart, and a pool created meanwhile waited for its executors)."""
+        changes: asyncio.Queue[tuple[str, Placement | None]] = asyncio.Queue(maxsize=_FOLLOW_BUFFER)
+
+        async def collect(_seq: int, msg: Msg) -> None:
+            key = msg.subject.removeprefix(_KV_PREFIX)
+            if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE) or not msg.data:
+                await changes.put((key, None))
+                return
+            try:
+                await changes.put((key, Placement.model_validate_json(msg.data)))
+            except ValidationError:
+                log.error("pool %s has an unreadable placement; its jobs wait for an executor that reads it", key)
+
+        # The bucket keeps one revision a key (history 1), so its stream from the start is every pool as it stands
+        # (and the markers of removed ones), then each change.
+        follower = StreamFollower(self._nc, _KV_STREAM, f"{_KV_PREFIX}>", 1, collect, "the executor pools")
+        await follower.start()
         try:
-            async for entry in watcher:
-                if entry is None:
-                    continue  # the end of the initial replay
-                if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                    yield entry.key, None
-                    continue
-                try:
-                    yield entry.key, Placement.model_validate_json(entry.value)
-                except ValidationError:
-                    log.error(
-                        "pool %s has an unreadable placement; its jobs wait for an executor that reads it", entry.key
-                    )
+            while True:
+                yield await changes.get()
         finally:
-            await watcher.stop()  # type: ignore[no-untyped-call]
+            await follower.stop()
 
 
 def _removed_at(body: bytes | None) -> int:
