@@ -7,12 +7,17 @@ serves it alone on ``METRICS_PORT``. Label values come from fixed sets (event ty
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+import socket
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from wsgiref.simple_server import WSGIServer
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +67,8 @@ class ProcessMetrics:
 
 class MetricsServer:
     """``/metrics`` of a process without the API role, on its own port (a daemon thread, as prometheus-client
-    serves it)."""
+    serves it), and ``/health``: 503 while the process cannot reach NATS (its readiness, as the API's
+    ``/health``); anything else answers the metrics, as prometheus-client's own server does."""
 
     def __init__(self, server: WSGIServer) -> None:
         self._server = server
@@ -73,13 +79,32 @@ class MetricsServer:
         return int(self._server.server_address[1])
 
     @classmethod
-    def start(cls, registry: CollectorRegistry, host: str, port: int) -> MetricsServer | None:
-        """Serve ``registry``; None, with a warning, when the port is taken (metrics never stop a role)."""
+    def start(
+        cls, registry: CollectorRegistry, host: str, port: int, connected: Callable[[], bool] = lambda: True
+    ) -> MetricsServer | None:
+        """Serve ``registry``, and ``connected()`` (read on each ``/health``); None, with a warning, when the port
+        is taken (metrics never stop a role)."""
+        metrics = make_wsgi_app(registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") != "/health":
+                answer: Iterable[bytes] = metrics(environ, start_response)
+                return answer
+            ok = connected()
+            body = _HEALTHY if ok else _UNHEALTHY
+            status = "200 OK" if ok else "503 Service Unavailable"
+            start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+
+        class Server(ThreadingWSGIServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
         try:
-            server, _thread = start_http_server(port, host, registry)
+            server = make_server(host, port, app, Server, handler_class=_QuietHandler)
         except OSError as error:
             log.warning("cannot serve /metrics on %s:%d (%s); set METRICS_PORT to a free port", host, port, error)
             return None
+        threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         log.info("metrics on http://%s:%d/metrics", host, port)
         return cls(server)
 
@@ -87,3 +112,14 @@ class MetricsServer:
         """Stop serving and free the port."""
         self._server.shutdown()
         self._server.server_close()
+
+
+_HEALTHY = json.dumps({"status": "ok"}).encode()
+_UNHEALTHY = json.dumps({"status": "unavailable", "error": "not connected to NATS (reconnecting)"}).encode()
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -168,7 +168,7 @@ async def _serve(
         if roles.logmanager:
             apis.append(start_api(settings, nc, store, clock, views, projections, log_manager=True))
         tasks += [api.task for api in apis]
-        _serve_metrics(settings, roles, metrics, stack)
+        _serve_metrics(settings, roles, metrics, nc, stack)
         up.set()
         log.info("hades is up: %s", roles.names())
         await _until_stopped(stop, tasks)
@@ -190,11 +190,16 @@ def _tracing(settings: Settings, roles: Roles, stack: contextlib.AsyncExitStack)
     return tracing
 
 
-def _serve_metrics(settings: Settings, roles: Roles, metrics: ProcessMetrics, stack: contextlib.AsyncExitStack) -> None:
-    """``/metrics`` on METRICS_PORT for a process without the API (whose own ``/metrics`` includes these)."""
+def _serve_metrics(
+    settings: Settings, roles: Roles, metrics: ProcessMetrics, nc: Client, stack: contextlib.AsyncExitStack
+) -> None:
+    """``/metrics`` on METRICS_PORT for a process without the API (whose own ``/metrics`` includes these), with
+    ``/health`` answering 503 while the process's NATS connection is down."""
     if roles.api or not settings.metrics_port:
         return
-    server = MetricsServer.start(metrics.registry, settings.api_host, settings.metrics_port)
+    server = MetricsServer.start(
+        metrics.registry, settings.api_host, settings.metrics_port, connected=lambda: nc.is_connected
+    )
     if server is not None:
         stack.callback(server.stop)
 

@@ -19,7 +19,8 @@ class ObservabilitySettings(BaseModel):
         default=9090,
         ge=0,
         validation_alias="METRICS_PORT",
-        description="where a process without the API role serves /metrics, on API_HOST (0 = not at all)",
+        description="where a process without the API role serves /metrics and /health (its readiness), on "
+        "API_HOST (0 = not at all)",
     )
     otel_endpoint: str | None = Field(
         default=None,

@@ -211,6 +211,14 @@ def test_the_api_serves_on_its_port_is_alive_on_ping_and_ready_on_health() -> No
     assert "WARNING: auth.secretName is empty" in notes({})
 
 
+def test_the_other_roles_are_alive_on_metrics_and_ready_on_health() -> None:
+    specs = pod_specs(render({}))
+    for role in ("scheduler", "notifier", "executor"):
+        (container,) = specs[f"Deployment/{FULLNAME}-{role}"]["containers"]
+        assert container["livenessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}, role
+        assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": "metrics"}, role  # NATS down: 503
+
+
 def test_default_runs_jobs_as_pods_through_the_k8s_executor() -> None:
     manifests = render({})
     assert f"Deployment/{FULLNAME}-operator" not in names(manifests)

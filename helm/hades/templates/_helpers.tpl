@@ -213,7 +213,7 @@ livenessProbe:
   periodSeconds: 20
   failureThreshold: 3
 readinessProbe:
-  httpGet: {path: /metrics, port: metrics}
+  httpGet: {path: /health, port: metrics}
   periodSeconds: 10
 {{- end }}
 
