@@ -22,15 +22,17 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.client import JetStreamContext
 from nats.js.errors import APIError
 
 from hades.adapters.nats.connection import connect
 from hades.adapters.nats.event_store import NatsEventStore
+from hades.adapters.nats.following import StreamFollower
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.pools import Pools
 from hades.adapters.nats.server import EmbeddedNats, start_nats
-from hades.adapters.nats.topology import apply, load_topology
+from hades.adapters.nats.topology import EVENTS_STREAM, apply, load_topology
 from hades.core.constraints import Placement
 from hades.core.events import JobSubmitted
 from hades.core.logs import LogBudget
@@ -251,3 +253,33 @@ async def test_a_pool_registered_after_a_restart_reaches_its_executors_at_once(n
             with contextlib.suppress(asyncio.CancelledError):
                 await following
     assert seen == [(first, Placement(cpu=1)), (second, Placement(cpu=2))]
+
+
+async def test_a_message_being_handed_on_when_the_connection_comes_back_is_not_lost(node: Restartable) -> None:
+    """The reader is slow (a full buffer holds a message in ``deliver``) just as the follower replaces its consumer:
+    the old consumer's callback must not be cancelled mid-hand-on, which would drop that message for good."""
+    handed: list[int] = []
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def deliver(seq: int, _msg: Msg) -> None:
+        if seq == 2:
+            holding.set()
+            await release.wait()
+        handed.append(seq)
+
+    async with connected(node.server.url) as follower_nc:
+        follower = StreamFollower(follower_nc, EVENTS_STREAM, "hades.events.>", 1, deliver)
+        await follower.start()
+        try:
+            async with connected(node.server.url) as writer:
+                before = await append_jobs(writer, 3)
+            await eventually(lambda: asyncio.sleep(0, holding.is_set()), timeout=10)
+            await asyncio.to_thread(node.restart, True)
+            await eventually(lambda: asyncio.sleep(0, follower_nc.is_connected), timeout=PROMPTLY)
+            release.set()
+            async with connected(node.server.url) as writer:
+                after = await append_jobs(writer, 2)
+                await eventually(lambda: asyncio.sleep(0, len(handed) >= 5), timeout=PROMPTLY)
+        finally:
+            await follower.stop()
+    assert handed == before + after

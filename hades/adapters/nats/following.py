@@ -65,6 +65,7 @@ class StreamFollower:
         self._reconnected = asyncio.Event()
         self._restarter: asyncio.Task[None] | None = None
         self._forget: Callable[[], None] | None = None
+        self._handing = asyncio.Lock()  # held while a message is checked and handed on
 
     async def start(self) -> None:
         """Create the consumer (waiting out a JetStream that cannot yet) and start following."""
@@ -81,10 +82,11 @@ class StreamFollower:
 
     async def _on_message(self, msg: Msg) -> None:
         seq = stream_seq(msg)
-        if seq <= self.last:
-            return  # delivered again by a consumer started after it
-        self.last = seq
-        await self._deliver(seq, msg)
+        async with self._handing:
+            if seq <= self.last:
+                return  # delivered again by a consumer started after it
+            self.last = seq
+            await self._deliver(seq, msg)
 
     async def _restart_on_reconnect(self) -> None:
         """On each reconnect, a new consumer after the last message handed on; tried again until it is there (a
@@ -94,7 +96,10 @@ class StreamFollower:
             await self._reconnected.wait()
             self._reconnected.clear()
             try:
-                await self._unsubscribe()
+                # Unsubscribing cancels the consumer's callback: never while it hands a message on (which would
+                # then be neither handed on nor asked for again).
+                async with self._handing:
+                    await self._unsubscribe()
                 self._sub = await self._subscribe()
             except (NatsError, OSError) as error:
                 log.warning("could not follow %s again yet (%r); trying again", self._what, error)
