@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
@@ -88,6 +89,7 @@ class ExecutorWorker:
         self._slots = asyncio.Semaphore(options.concurrency)
         self._doorbell = asyncio.Event()
         self._draining = asyncio.Event()
+        self._intake_failing = False  # the last look for jobs met NATS unable to answer (said once per outage)
         self._running = RunningAttempts()
         pullers = {p: NoWaitPuller(nc, EVENTS_STREAM, queue_consumer(p)) for p in PRIORITY_ORDER}
         self._queues = ExecutorQueues(nc, pullers, options.labels, options.places, ring=self._doorbell.set)
@@ -198,17 +200,38 @@ class ExecutorWorker:
         resources it reserves; none when draining."""
         while not self._draining.is_set():
             self._doorbell.clear()
-            lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
-            if self._cap is None or lease is not None:
-                msgs = await self._queues.pull(wanted if self._cap is None else 1, self._reserved.values())
-                if msgs:
-                    return [(msg, lease, placement) for msg, placement in msgs]
-                if lease is not None:
-                    await self._cap.release(lease)  # type: ignore[union-attr]
+            lease: Lease | None = None
+            try:
+                lease = await self._cap.acquire(self._options.executor_id) if self._cap is not None else None
+                if self._cap is None or lease is not None:
+                    msgs = await self._queues.pull(wanted if self._cap is None else 1, self._reserved.values())
+                    self._back_to_normal()
+                    if msgs:
+                        return [(msg, lease, placement) for msg, placement in msgs]
+                    if lease is not None:
+                        await self._cap.release(lease)  # type: ignore[union-attr]
+            except (NatsError, OSError) as error:  # NATS away (a restart, an election): ask again, never give up
+                await self._not_now(error, lease)
             wait = IDLE_POLL_SECONDS if self._cap is None or lease is not None else CAP_POLL_SECONDS
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), wait)
         return []
+
+    def _back_to_normal(self) -> None:
+        if self._intake_failing:
+            log.info("looking for jobs again")
+        self._intake_failing = False
+
+    async def _not_now(self, error: Exception, lease: Lease | None) -> None:
+        """The intake met NATS unable to answer: said once per outage, the slot of the cap given back if one was
+        taken (else it waits out the lease's expiry), and the next look is made as usual. Ending here ended the
+        executor role, and every attempt it ran with it."""
+        if not self._intake_failing:
+            log.warning("cannot look for jobs (%r); asking again until NATS answers", error)
+        self._intake_failing = True
+        if lease is not None and self._cap is not None:
+            with contextlib.suppress(NatsError, OSError):
+                await self._cap.release(lease)
 
     async def _heartbeat_loop(self) -> None:
         interval = await self._heartbeats.ttl() / 3

@@ -31,45 +31,22 @@ from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.following import StreamFollower
 from hades.adapters.nats.log_store import NatsLogStore
 from hades.adapters.nats.pools import Pools
-from hades.adapters.nats.server import EmbeddedNats, start_nats
-from hades.adapters.nats.topology import EVENTS_STREAM, apply, load_topology
+from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.constraints import Placement
 from hades.core.events import JobSubmitted
 from hades.core.logs import LogBudget
 from hades.core.spec import JobSpec, Priority
-from tests.conftest import eventually, free_port
+from tests.conftest import eventually
+from tests.support.restartable_nats import Restartable, restartable_node
 
 #: The reconnect wait (2 s) and a consumer create, with room for a slow machine; nats-py alone took 10-20 s.
 PROMPTLY = 8.0
 
 
-class Restartable:
-    """A nats-server on a fixed port, started again on the same store."""
-
-    def __init__(self, store: Path) -> None:
-        self.store, self.port = store, free_port()
-        self.server: EmbeddedNats = start_nats(store, port=self.port)
-
-    def restart(self, kill: bool) -> None:
-        if kill:
-            self.server.process.kill()
-            self.server.process.wait()
-        else:
-            self.server.stop()
-        self.server = start_nats(self.store, port=self.port)
-
-
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Restartable]:
-    node = Restartable(tmp_path / "nats")
-    try:
-        nc = await connect(node.server.url)
-        await apply(nc.jetstream(), load_topology())
-        await nc.close()
+    async with restartable_node(tmp_path / "nats") as node:
         yield node
-    finally:
-        node.server.process.kill()
-        node.server.process.wait()
 
 
 @contextlib.asynccontextmanager
