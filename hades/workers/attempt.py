@@ -59,6 +59,8 @@ JobWatcher = Callable[[str, Callable[[Event], None]], Awaitable[Unwatch]]
 StageEnv = Callable[[str, str], Awaitable[dict[str, str]]]
 
 HANDED_BACK = "executor shut down; attempt handed back to the queue"
+#: Seconds between checks of a heard cancel while the store cannot be read.
+_CHECK_RETRY_SECONDS = 0.5
 
 
 class AttemptRunner:
@@ -355,7 +357,18 @@ class _Interruptions:
         check.add_done_callback(self._checks.discard)
 
     async def _check(self, work: asyncio.Task[None]) -> None:
-        """Interrupt the work if the stored history says the job was cancelled or moved to another attempt."""
+        """Interrupt the work if the stored history says the job was cancelled or moved to another attempt; a store
+        that cannot be read yet (NATS restarting) is asked again for as long as the work runs (a check that died
+        with its error left a cancel unheeded until the attempt's next append)."""
+        while not work.done():
+            try:
+                await self._check_once(work)
+                return
+            except Exception as error:
+                log.warning("could not check job %s for a cancel (%r); asking again", self._job_id, error)
+                await asyncio.sleep(_CHECK_RETRY_SECONDS)
+
+    async def _check_once(self, work: asyncio.Task[None]) -> None:
         job = self._job
         if await job.store.last_seq(self._job_id) <= job.seq:
             return  # nothing was appended but by this attempt: one index lookup instead of reading the history

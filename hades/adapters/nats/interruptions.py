@@ -13,6 +13,10 @@ returns is heard (the server handles a connection's SUB before the publishes tha
 
 The executor's doorbell (``ring``: new work was queued somewhere) hangs on the same ``queued.>`` subscription: a
 second one of its own had the server send every executor each queueing twice.
+
+What is published while the connection is away is never heard: a cancel request made then was ignored until the
+attempt's next append, or its timeout. So after each reconnect every watched job's newest event is read from the
+stream, and handed to its watchers when it is one that interrupts (they check it against the store, as any hint).
 """
 
 from __future__ import annotations
@@ -24,9 +28,15 @@ from collections.abc import Awaitable, Callable
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.errors import Error as NatsError
+from nats.js.errors import NotFoundError
 
+from hades.adapters.nats.connection import on_reconnect
+from hades.adapters.nats.subjects import job_events
+from hades.adapters.nats.topology import EVENTS_STREAM
 from hades.core.codec import decode_event
 from hades.core.events import Event
+from hades.tasks import stop_all
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +44,8 @@ OnEvent = Callable[[Event], None]
 #: The event kinds that can interrupt a running attempt, as subject filters.
 SUBJECTS = ("hades.events.*.cancel_requested", "hades.events.*.queued.>")
 _JOB_TOKEN = 2  # hades.events.<job_id>.<kind>...
+_RECHECK_TRIES = 40  # 20 s of asking for a job's newest event after a reconnect
+_RECHECK_RETRY = 0.5
 
 
 class JobInterruptions:
@@ -45,6 +57,8 @@ class JobInterruptions:
         self._bells: list[Callable[[], None]] = []
         self._subs: list[Subscription] = []
         self._starting = asyncio.Lock()
+        self._forget: Callable[[], None] | None = None
+        self._rechecks: set[asyncio.Task[None]] = set()
 
     async def watch(self, job_id: str, on_event: OnEvent) -> Callable[[], Awaitable[None]]:
         """Call ``on_event`` for each cancel request or queueing of the job published from now on."""
@@ -73,6 +87,10 @@ class JobInterruptions:
 
     async def stop(self) -> None:
         """Drop the subscriptions."""
+        if self._forget is not None:
+            self._forget()
+            self._forget = None
+        await stop_all(list(self._rechecks))
         subs, self._subs = self._subs, []
         for sub in subs:
             await sub.unsubscribe()
@@ -83,19 +101,52 @@ class JobInterruptions:
         async with self._starting:
             if not self._subs:
                 self._subs = [await self._nc.subscribe(subject, cb=self._on_msg) for subject in SUBJECTS]
+                self._forget = on_reconnect(self._nc, self._reconnected)
 
     async def _on_msg(self, msg: Msg) -> None:
         tokens = msg.subject.split(".", _JOB_TOKEN + 1)
         if self._bells and tokens[-1].startswith("queued"):
             for bell in self._bells:
                 bell()
-        watchers = self._watchers.get(tokens[_JOB_TOKEN]) if len(tokens) > _JOB_TOKEN else None
+        if len(tokens) > _JOB_TOKEN:
+            self._hand_on(tokens[_JOB_TOKEN], msg.subject, msg.data)
+
+    def _hand_on(self, job_id: str, subject: str, data: bytes) -> None:
+        watchers = self._watchers.get(job_id)
         if not watchers:
             return
         try:
-            event = decode_event(msg.data)
+            event = decode_event(data)
         except ValueError:
-            log.warning("undecodable event on %s", msg.subject)
+            log.warning("undecodable event on %s", subject)
             return
         for on_event in list(watchers):
             on_event(event)
+
+    def _reconnected(self) -> None:
+        task = asyncio.create_task(self._recheck(), name="interruptions-recheck")
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
+
+    async def _recheck(self) -> None:
+        """Each watched job's newest event, handed on when it interrupts (published while the connection was away,
+        it was never heard)."""
+        js = self._nc.jetstream()
+        for job_id in list(self._watchers):
+            for _ in range(_RECHECK_TRIES):  # a server just back may not answer JetStream requests yet
+                try:
+                    newest = await js.get_last_msg(EVENTS_STREAM, job_events(job_id), direct=True)
+                    break
+                except NotFoundError:
+                    newest = None
+                    break
+                except (NatsError, OSError) as error:
+                    log.info("job %s cannot be checked for a cancel yet (%r); asking again", job_id, error)
+                    newest = None
+                    await asyncio.sleep(_RECHECK_RETRY)
+            if newest is None:
+                continue
+            subject = newest.subject or ""
+            kind = subject.split(".", _JOB_TOKEN + 1)[-1]
+            if newest.data is not None and (kind == "cancel_requested" or kind.startswith("queued")):
+                self._hand_on(job_id, subject, newest.data)
