@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+from nats.errors import Error as NatsError
 
 from hades.adapters.http_delivery import TargetRefused, guarded_transport
 from hades.adapters.nats.artifacts import ArtifactStore
@@ -41,7 +42,7 @@ from hades.core.artifacts import (
 from hades.core.commands import RecordArtifacts
 from hades.core.events import ArtifactsStored, Event, JobSubmitted
 from hades.core.lifecycle import fold
-from hades.core.ports import EventStore, ExecutionError, WorkspaceFiles
+from hades.core.ports import AttemptLost, EventStore, ExecutionError, WorkspaceFiles
 from hades.core.stages import stage_job_id
 from hades.core.state import JobState, StepStatus
 from hades.core.urls import CallbackPolicy, callback_host
@@ -111,7 +112,7 @@ class Artifacts:
 
     async def place_inputs(self, job: JobState, files: WorkspaceFiles) -> None:
         """Fetch every input, then unpack them into the workspace together; raises ExecutionError naming the
-        input that could not be had."""
+        input that could not be had (AttemptLost when NATS could not be read: the attempt is handed back)."""
         budget = _Budget(self._max_bytes)
         with tempfile.TemporaryDirectory(prefix="hades-inputs-") as scratch:
             stage = Path(scratch) / "stage"
@@ -122,6 +123,8 @@ class Artifacts:
                         await self._fetch(item, stage, budget)
                     else:
                         await self._copy(item, stage, budget)
+                except NatsError as error:  # NATS away (a restart): no fault of the job's, so another attempt
+                    raise AttemptLost(f"input {item.source}: the artifact store cannot be read: {error!r}") from error
                 except OSError as error:
                     raise ExecutionError(f"input {item.source}: cannot place it at {item.target}: {error}") from error
             archive = Path(scratch) / "inputs.tar"

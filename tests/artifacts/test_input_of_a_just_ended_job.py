@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
+from nats.errors import TimeoutError as NatsTimeoutError
 
 from hades.adapters.nats.artifacts import ArtifactStore
 from hades.adapters.nats.event_store import NatsEventStore
@@ -31,7 +32,7 @@ from hades.core.lifecycle import (
     decide,
     fold,
 )
-from hades.core.ports import ExecutionError, Recorded
+from hades.core.ports import AttemptLost, ExecutionError, Recorded
 from hades.core.spec import JobSpec, Step
 from hades.workers.artifacts import Artifacts
 from hades.workers.jobs import JobHandle
@@ -126,3 +127,26 @@ async def test_an_input_whose_record_never_comes_fails_after_the_patience(
     artifacts = Artifacts(ArtifactStore(nc), event_store, record_patience=0)
     with pytest.raises(ExecutionError, match="ended but recorded no artifacts"):
         await artifacts.place_inputs(reader(f"{writer_id}:a.txt"), Unpacked())  # type: ignore[arg-type]
+
+
+@dataclass
+class Unreachable:
+    """The event store with NATS away: every read times out as nats-py's do."""
+
+    store: NatsEventStore
+
+    async def history(self, job_id: str) -> list[Recorded]:
+        raise NatsTimeoutError
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+async def test_an_input_that_cannot_be_read_while_nats_is_away_hands_the_attempt_back(
+    event_store: NatsEventStore, nc: Client
+) -> None:
+    """No fault of the job's: the attempt goes back to the queue (AttemptLost) rather than failing the job (nats-py's
+    timeout is an OSError too, which made it "cannot place it")."""
+    artifacts = Artifacts(ArtifactStore(nc), Unreachable(event_store))  # type: ignore[arg-type]
+    with pytest.raises(AttemptLost, match="the artifact store cannot be read"):
+        await artifacts.place_inputs(reader(f"{uuid.uuid4()}:a.txt"), Unpacked())  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ from nats.js.api import ObjectInfo
 from nats.js.errors import NotFoundError
 from nats.js.object_store import ObjectStore
 
+from hades.adapters.nats.following import HEARTBEAT
+
 ARTIFACTS_STORE = "HADES_ARTIFACTS"
 _CHUNKS = "$O.{bucket}.C.{nuid}"
 _DIGEST_PREFIX = "SHA-256="
@@ -83,7 +85,9 @@ class ArtifactStore:
     async def _chunks(self, info: ObjectInfo, idle: float) -> AsyncIterator[bytes]:
         if not info.size:
             return
-        sub = await self._js.subscribe(_CHUNKS.format(bucket=self._bucket, nuid=info.nuid), ordered_consumer=True)
+        # 1 s heartbeats: nats-py starts the consumer again within seconds of a NATS restart, inside ``idle``
+        subject = _CHUNKS.format(bucket=self._bucket, nuid=info.nuid)
+        sub = await self._js.subscribe(subject, ordered_consumer=True, idle_heartbeat=HEARTBEAT)
         digest = hashlib.sha256()
         try:
             while True:

@@ -29,7 +29,7 @@ from nats.js.errors import NotFoundError
 from pydantic_core import to_json
 
 from hades.adapters.nats.connection import UNAVAILABLE
-from hades.adapters.nats.following import StreamFollower
+from hades.adapters.nats.following import HEARTBEAT, StreamFollower, stream_seq
 from hades.adapters.nats.subjects import job_logs
 from hades.adapters.nats.topology import LOGS_STREAM
 from hades.core.logs import Log, LogBudget, OutputStream
@@ -213,13 +213,15 @@ class NatsLogStore:
             return []
         last = int(info.seq or 0)
         config = ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
-        sub = await self._js.subscribe(subject, stream=LOGS_STREAM, ordered_consumer=True, config=config)
+        sub = await self._js.subscribe(
+            subject, stream=LOGS_STREAM, ordered_consumer=True, config=config, idle_heartbeat=HEARTBEAT
+        )
         batches: list[Log] = []
         try:
             while True:
                 msg = await sub.next_msg(timeout=10)
                 batches.append(Log.model_validate_json(msg.data))
-                if msg.metadata.sequence.stream >= last:
+                if stream_seq(msg) >= last:
                     return batches
         finally:
             await sub.unsubscribe()
