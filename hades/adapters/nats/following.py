@@ -101,8 +101,11 @@ class StreamFollower:
                 async with self._handing:
                     await self._unsubscribe()
                 self._sub = await self._subscribe()
-            except (NatsError, OSError) as error:
-                log.warning("could not follow %s again yet (%r); trying again", self._what, error)
+            except Exception as error:  # a follower must never be left without a consumer
+                if isinstance(error, NatsError | OSError):
+                    log.warning("could not follow %s again yet (%r); trying again", self._what, error)
+                else:
+                    log.exception("could not follow %s again; trying again", self._what)
                 self._reconnected.set()
                 await asyncio.sleep(_RETRY)
                 continue
