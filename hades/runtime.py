@@ -17,7 +17,7 @@ from typing import NoReturn
 from nats.aio.client import Client
 
 from hades.adapters.http_delivery import HttpDelivery
-from hades.adapters.nats.connection import UNAVAILABLE, connect
+from hades.adapters.nats.connection import UNAVAILABLE, connect, log_failure
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
@@ -242,7 +242,7 @@ async def _keep_snapshots(
                 await snapshots.save(data)
                 written = at
             except Exception:
-                log.exception("could not write the read-model snapshot; trying again later")
+                log_failure(log, "could not write the read-model snapshot; trying again later")
 
 
 def _notifier(

@@ -21,6 +21,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
+from hades.adapters.nats.connection import log_failure
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
@@ -240,7 +241,7 @@ class ExecutorWorker:
             try:
                 await self._beat()
             except Exception:
-                log.exception("heartbeat failed; the scheduler takes this executor for lost if it keeps failing")
+                log_failure(log, "heartbeat failed; the scheduler takes this executor for lost if it keeps failing")
 
     async def _beat(self) -> None:
         await self._heartbeats.beat(
@@ -269,7 +270,7 @@ class ExecutorWorker:
                 if removed:
                     log.info("swept %d containers and volumes left behind", removed)
             except Exception:
-                log.exception("sweep failed; trying again later")
+                log_failure(log, "sweep failed; trying again later")
             await asyncio.sleep(self._options.sweep_interval)
 
     async def _handle(self, msg: Msg, lease: Lease | None) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from hades.adapters.nats.connection import log_failure
 from hades.adapters.nats.pools import PRIORITY_ORDER, Pools, queue_consumer
 from hades.adapters.nats.queues import NoWaitPuller
 from hades.adapters.nats.topology import EVENTS_STREAM
@@ -109,7 +110,7 @@ class ExecutorQueues:
                 async for pool, placement in pools.follow():
                     await self._pool_changed(pools, pool, placement)
             except Exception:
-                log.exception("following HADES_POOLS failed; following it again")
+                log_failure(log, "following HADES_POOLS failed; following it again")
             await asyncio.sleep(FOLLOW_RETRY_SECONDS)
 
     async def _pool_changed(self, pools: Pools, pool: str, placement: Placement | None) -> None:

@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any
 
 from hades.adapters.k8s.placement import accepts as k8s_places
+from hades.adapters.nats.connection import log_failure
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.pools import Pools
 from hades.core.constraints import Placement, satisfies
@@ -111,7 +112,7 @@ class Watchdog:
             try:
                 await self.tick()
             except Exception:
-                log.exception("watchdog round failed; trying again")
+                log_failure(log, "watchdog round failed; trying again")
             await asyncio.sleep(self._policy.interval)
 
     async def tick(self) -> int:
@@ -148,7 +149,7 @@ class Watchdog:
         try:
             await self._keeper.sweep(self._jobs.unfinished())
         except Exception:
-            log.exception("looking over the executor pools failed; trying again next round")
+            log_failure(log, "looking over the executor pools failed; trying again next round")
 
     def _command_for(self, job: JobState, alive: set[str]) -> Command | None:
         now = self._clock.now()

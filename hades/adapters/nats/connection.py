@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import ssl
+import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -12,8 +13,11 @@ from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client
+from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
+
+from hades.core.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,17 @@ def on_reconnect(nc: Client, listener: Callable[[], None]) -> Callable[[], None]
             listeners.remove(listener)
 
     return forget
+
+
+def log_failure(logger: logging.Logger, message: str, *args: object) -> None:
+    """In an ``except`` block of a loop that tries again: one warning line when the error is NATS being away (a
+    restart, an election: every role meets it every few seconds until it is back, and the connection already says
+    so), the traceback otherwise (a bug)."""
+    error = sys.exc_info()[1]
+    if isinstance(error, NatsError | OSError | StoreUnavailable):
+        logger.warning(f"{message} (NATS unavailable: %r)", *args, error)
+    else:
+        logger.exception(message, *args)
 
 
 async def _connection_failed(error: Exception) -> None:

@@ -21,6 +21,7 @@ from hades.adapters.k8s.operator.lease import LeaderElector, LeaseTerms
 from hades.adapters.k8s.operator.pods import OperatorPods
 from hades.adapters.k8s.operator.resources import BuildJobs
 from hades.adapters.k8s.pods import PodSettings
+from hades.adapters.nats.connection import log_failure
 from hades.adapters.nats.event_store import NatsEventStore
 from hades.adapters.nats.heartbeats import Heartbeats
 from hades.adapters.nats.log_store import NatsLogStore
@@ -152,7 +153,7 @@ class Operator:
                 beat = {"executor_id": me, "operator": self._process.identity, "labels": self._process.labels}
                 await heartbeats.beat(me, beat)
             except Exception:
-                log.exception("operator heartbeat failed")
+                log_failure(log, "operator heartbeat failed")
             await asyncio.sleep(interval)
 
 
