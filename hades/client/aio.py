@@ -51,9 +51,11 @@ class AsyncHades:
             raise calls.unreachable(str(self._http.base_url), error) from error
         return call.answer(response)
 
-    async def submit(self, job: Job) -> str:
-        """Queue a job (a ``JobSpec``, a mapping of the ``POST /build`` body, or the body's bytes); its id."""
-        return await self._send(calls.submit(job))
+    async def submit(self, job: Job, idempotency_key: str | None = None) -> str:
+        """Queue a job (a ``JobSpec``, a mapping of the ``POST /build`` body, or the body's bytes); its id. With an
+        ``idempotency_key`` (yours, standing for this one job), sending it again after an error answers the same
+        job instead of making a second one."""
+        return await self._send(calls.submit(job, idempotency_key))
 
     async def job(self, job_id: str) -> JobDetail:
         """The job's detail: status, reason, steps, times, timing."""

@@ -123,8 +123,10 @@ def body_of(job: Job) -> bytes:
     return json.dumps(dict(job)).encode()
 
 
-def submit(job: Job) -> Call[str]:
+def submit(job: Job, idempotency_key: str | None = None) -> Call[str]:
     body, headers = body_of(job), {"Content-Type": "application/json"}
+    if idempotency_key is not None:
+        headers["Idempotency-Key"] = idempotency_key
     return Call("POST", "/build", lambda answer: str(answer["job_id"]), content=body, headers=headers)
 
 

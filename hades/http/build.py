@@ -15,12 +15,14 @@ from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
 from hades.core.artifacts import Input
-from hades.core.errors import EventTooLarge, HadesError, SpecError
+from hades.core.errors import ConcurrencyConflict, EventTooLarge, HadesError, SpecError
+from hades.core.events import Event, JobSubmitted
 from hades.core.go_request import parse_job_request
 from hades.core.lifecycle import SubmitJob, decide
 from hades.core.spec import JobSpec
 from hades.core.urls import CallbackPolicy, callback_host
 from hades.http.auth import USER, require_basic_auth
+from hades.http.idempotency import HEADER, IDEMPOTENCY_KEY, different_job, job_id_for, key_refusal, submitted_before
 from hades.http.services import ApiServices
 from hades.http.wire.answers import GUARDED, json_answer, text_answer
 from hades.http.wire.bodies import JOB_PAYLOAD, reads
@@ -38,15 +40,17 @@ def _text(status: int, message: str) -> Response[str]:
     "/build",
     status_code=200,
     security=[{"basic": []}],  # checked first thing in the handler (require_basic_auth), as the guard would
-    operation_class=reads(JOB_PAYLOAD),
+    operation_class=reads(JOB_PAYLOAD, headers=(IDEMPOTENCY_KEY,)),
     responses={
         200: json_answer(BuildAccepted, "Enqueued"),
         400: text_answer(
             'The Go API\'s message (Invalid JSON body, then what and where; "name" is required; a bad limit or callback'
             " URL), or ours naming the field: no steps, a step without an image, a repeated step id, a metadata key"
-            ' that cannot be an environment variable, a misspelt key (unknown field "stpes" (did you mean "steps"?))'
+            ' that cannot be an environment variable, a misspelt key (unknown field "stpes" (did you mean "steps"?)),'
+            " an Idempotency-Key that cannot be one"
         ),
         413: text_answer("The body is larger than MAX_REQUEST_BYTES, or the job does not fit in one event"),
+        422: text_answer("The Idempotency-Key was sent before with a different job"),
         500: text_answer("Failed to enqueue job: the event log is unreachable"),
         **GUARDED,
     },
@@ -56,34 +60,71 @@ async def submit_build(request: Request[Any, Any, State]) -> Response[Any]:
     where it has one)."""
     services: ApiServices = request.app.state.services
     require_basic_auth(request, services.auth_key)  # before the body is read, as a guard is
-    status, answer = await enqueue(services, await request.body())
+    status, answer = await enqueue(services, await request.body(), request.headers.get(HEADER))
     if isinstance(answer, str):
         return _text(status, answer)
     return Response(content=answer, status_code=status)
 
 
-async def enqueue(services: ApiServices, body: bytes) -> tuple[int, str | dict[str, str]]:
+async def enqueue(
+    services: ApiServices, body: bytes, idempotency_key: str | None = None
+) -> tuple[int, str | dict[str, str]]:
     """The work of ``POST /build`` on an authorised request's body: the status and either the plain-text message
     (an error) or the JSON answer. Shared by the litestar handler and the fast path in front of it
-    (``hades.http.fast_build``), so both answer alike."""
+    (``hades.http.fast_build``), so both answer alike. With an ``Idempotency-Key`` (``hades.http.idempotency``)
+    the job's id comes from the key, and a repeat answers the job the key already stands for."""
+    checked = _checked(services, body, idempotency_key)
+    if isinstance(checked, str):
+        return 400, checked
+    job_id = str(uuid.uuid4()) if idempotency_key is None else job_id_for(idempotency_key)
+    by = USER if services.auth_key else None
+    command = SubmitJob(
+        job_id=job_id, spec=checked, submitted_by=by, max_attempts=services.max_attempts, timeouts=services.timeouts
+    )
+    events = decide(None, command, services.clock.now())
+    if idempotency_key is not None:
+        return await _keyed(services, job_id, events)
+    appended = await _stored(services, job_id, events)
+    if appended is None:
+        return 500, "Failed to enqueue job"  # a fresh random id taken: never seen, and not worth a retry here
+    return appended if isinstance(appended, tuple) else await _accepted(services, job_id, appended)
+
+
+def _checked(services: ApiServices, body: bytes, idempotency_key: str | None) -> JobSpec | str:
+    """The job the body asks for, or the 400 message: what Go checks, then our limits, callbacks and the key."""
     try:
         spec = parse_job_request(body)
     except SpecError as error:
-        return 400, str(error)
+        return str(error)
     stages, limit = len(spec.stages), services.max_pipeline_stages
     if stages > limit:
-        return 400, f"Invalid stages: a pipeline has at most {limit} stages (MAX_PIPELINE_STAGES), not {stages}"
+        return f"Invalid stages: a pipeline has at most {limit} stages (MAX_PIPELINE_STAGES), not {stages}"
     refused = refused_callback(spec, services.callbacks)
     if refused is not None:
-        return 400, refused
-    job_id = str(uuid.uuid4())
-    by = USER if services.auth_key else None
-    command = SubmitJob(
-        job_id=job_id, spec=spec, submitted_by=by, max_attempts=services.max_attempts, timeouts=services.timeouts
-    )
-    events = decide(None, command, services.clock.now())
-    # The job's trace starts here; the ``submitted`` event carries it to the scheduler. Tracing off, no span is
-    # made: a no-op tracer's span of a new trace is invalid and carries nothing, and making it cost 2% of the CPU.
+        return refused
+    refusal = key_refusal(idempotency_key) if idempotency_key is not None else None
+    return refusal if refusal is not None else spec
+
+
+async def _keyed(services: ApiServices, job_id: str, events: list[Event]) -> tuple[int, str | dict[str, str]]:
+    """A keyed submission: the first request appends the job; a repeat, or a request that lost a race with another
+    of the key, answers from what the log holds (the log also deduplicates a ``submitted`` of the same job id, so
+    what was stored is looked at even after an append that seemed to succeed)."""
+    earlier = await submitted_before(services.store, job_id)
+    if earlier is None:
+        appended = await _stored(services, job_id, events)
+        if isinstance(appended, tuple):
+            return appended
+        earlier = await submitted_before(services.store, job_id)
+        assert earlier is not None
+    return await _answer_again(services, job_id, earlier, events[0])
+
+
+async def _stored(services: ApiServices, job_id: str, events: list[Event]) -> int | tuple[int, str] | None:
+    """Append the job's events, its trace starting here: their sequence, the error answer, or None when the log
+    already had the job (a request with the same key landed first)."""
+    # The ``submitted`` event carries the trace to the scheduler. Tracing off, no span is made: a no-op tracer's
+    # span of a new trace is invalid and carries nothing, and making it cost 2% of the CPU.
     traced = not isinstance(services.tracer, trace.NoOpTracer)
     submitting = (
         services.tracer.start_as_current_span("hades.submit", parent_context(None))
@@ -93,16 +134,32 @@ async def enqueue(services: ApiServices, body: bytes) -> tuple[int, str | dict[s
     with submitting as span:
         span.set_attribute("hades.job_id", job_id)
         try:
-            seq = await services.store.append(job_id, events, 0)
+            return await services.store.append(job_id, events, 0)
         except EventTooLarge as error:
             return 413, str(error)
+        except ConcurrencyConflict:
+            return None
         except HadesError as error:
             log.error("could not enqueue job %s: %s", job_id, error)
             span.set_status(StatusCode.ERROR, str(error))
             return 500, "Failed to enqueue job"
+
+
+async def _accepted(services: ApiServices, job_id: str, seq: int) -> tuple[int, dict[str, str]]:
+    """Go's answer, once this replica's views hold the job (read-your-writes)."""
     if not await services.projections.wait_for(seq):
         log.warning("job %s was enqueued but the API's views lag behind the log", job_id)
     return 200, {"message": "Successfully enqueued job", "job_id": job_id}
+
+
+async def _answer_again(
+    services: ApiServices, job_id: str, earlier: tuple[int, JobSubmitted], submitted: Event
+) -> tuple[int, str | dict[str, str]]:
+    """The answer to a key sent again: the same job, if it is the same job."""
+    seq, first = earlier
+    if not isinstance(submitted, JobSubmitted) or first.spec != submitted.spec:
+        return 422, different_job(job_id)
+    return await _accepted(services, job_id, seq)
 
 
 def refused_callback(spec: JobSpec, policy: CallbackPolicy) -> str | None:

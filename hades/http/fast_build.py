@@ -3,9 +3,10 @@
 In the control-plane bench's profile litestar's own work on ``POST /build`` (routing, the handler's signature model
 and kwargs, the exception middleware, response building, the ``before_send`` hook) cost about as much CPU as
 enqueueing the job. A plain request — ``POST`` on exactly ``/build``, a ``Content-Length`` within
-``MAX_REQUEST_BYTES``, credentials that pass (or no ``AUTH_KEY``) — is answered here by the handler's own function
-(``build.enqueue``) with the same status, body and headers; anything else (a challenge, a body too large or
-chunked, any other route) goes to litestar unchanged, so those answers stay the framework's. The route stays
+``MAX_REQUEST_BYTES``, credentials that pass (or no ``AUTH_KEY``), no ``Idempotency-Key`` — is answered here by the
+handler's own function (``build.enqueue``) with the same status, body and headers; anything else (a challenge, a
+body too large or chunked, a keyed submission, any other route) goes to litestar unchanged, so those answers stay
+the framework's. The route stays
 declared in litestar too: it documents ``/build`` in the OpenAPI schema and answers what this path hands on.
 """
 
@@ -64,8 +65,8 @@ class BuildFastPath:
                 length = value
             elif name == b"authorization":
                 authorization = value
-            elif name == b"transfer-encoding":
-                return False
+            elif name in (b"transfer-encoding", b"idempotency-key"):
+                return False  # a chunked body, or a keyed submission: the handler's own path
         if length is None or not length.isdigit() or int(length) > self._max_body:
             return False
         key = self._services.auth_key

@@ -112,6 +112,23 @@ async def test_a_job_spec_or_the_bodys_bytes_are_submitted_as_they_are(api: Api)
         assert (await client.logs(from_spec))[0].logs[0].message == "from-spec"  # type: ignore[index]
 
 
+async def test_a_submission_sent_again_with_its_idempotency_key_is_the_same_job(api: Api) -> None:
+    key = f"client-{uuid.uuid4()}"
+    async with AsyncHades(api.url, api.key) as client:
+        first = await client.submit(job("echo once"), idempotency_key=key)
+        assert await client.submit(job("echo once"), idempotency_key=key) == first
+        with pytest.raises(HadesClientError, match="was used for a different job"):
+            await client.submit(job("echo other"), idempotency_key=key)
+        assert await client.wait(first, timeout=30) == "Succeeded"
+    blocking = await asyncio.to_thread(submit_blocking, api, job("echo once"), key)  # the API runs in this loop
+    assert blocking == first
+
+
+def submit_blocking(api: Api, body: dict[str, Any], key: str) -> str:
+    with Hades(api.url, api.key) as client:
+        return client.submit(body, idempotency_key=key)
+
+
 # -- the log stream ------------------------------------------------------------------------------------------------
 
 

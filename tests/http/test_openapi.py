@@ -53,12 +53,13 @@ def test_build_reads_the_job_payload_and_documents_the_go_answers() -> None:
     assert fields <= body["properties"].keys()
     assert body["properties"]["steps"]["items"]["properties"]["memory_limit"]["type"] == "string"
     answers = build["responses"]
-    assert answers.keys() == {"200", "400", "401", "413", "500"}
+    assert answers.keys() == {"200", "400", "401", "413", "422", "500"}
     accepted = answers["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert set(document()["components"]["schemas"][accepted]["required"]) == {"message", "job_id"}
-    for status in ("400", "413", "500"):
+    for status in ("400", "413", "422", "500"):
         assert list(answers[status]["content"]) == ["text/plain"]
     assert build["security"] == [{"basic": []}]
+    assert [(p["name"], p["in"], p["required"]) for p in build["parameters"]] == [("Idempotency-Key", "header", False)]
 
 
 def test_every_api_route_is_documented_with_its_success_answer() -> None:

@@ -12,6 +12,7 @@ from litestar.openapi.spec import (
     OpenAPIMediaType,
     OpenAPIType,
     Operation,
+    Parameter,
     RequestBody,
     Schema,
 )
@@ -136,14 +137,17 @@ LOGIN = Schema(
 )
 
 
-def reads(schema: Schema, required: bool = True) -> type[Operation]:
+def reads(schema: Schema, required: bool = True, headers: tuple[Parameter, ...] = ()) -> type[Operation]:
     """An Operation class whose request body is JSON of ``schema`` (inline: litestar rebuilds the components from
-    the models it sees, so a hand-written component would be dropped)."""
+    the models it sees, so a hand-written component would be dropped), with ``headers`` among its parameters (a
+    handler that reads them off the request declares none)."""
     body = RequestBody(required=required, content={MediaType.JSON.value: OpenAPIMediaType(schema=schema)})
 
     @dataclass
     class ReadsBody(Operation):
         def __post_init__(self) -> None:
             self.request_body = body
+            if headers:
+                self.parameters = [*(self.parameters or []), *headers]
 
     return ReadsBody
