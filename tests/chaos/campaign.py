@@ -132,7 +132,9 @@ class Campaign:
         lost = [j for j in accepted if j not in outcome.ends]
         twice = {j: ends for j, ends in outcome.ends.items() if len(ends) > 1}
         unended = outcome.submitted - set(outcome.ends)  # also jobs whose 200 never reached a client
+        doubled = outcome.submitted - set(accepted)  # a retried request whose first had landed after all
         assert lost == [], f"{len(lost)} accepted jobs never ended"
+        assert doubled == set(), f"{len(doubled)} jobs made by retried submissions (Idempotency-Key)"
         assert twice == {}, f"{len(twice)} jobs ended more than once"
         assert unended == set(), f"{len(unended)} submitted jobs never ended"
 

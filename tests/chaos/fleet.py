@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,8 @@ def role_fleet(nats_url: str, workdir: Path, **env: str) -> Iterator[RoleFleet]:
 
 @dataclass
 class Submitter:
-    """Clients that POST /build across the API replicas, retrying connection errors and 5xx; only 200s count."""
+    """Clients that POST /build across the API replicas, retrying connection errors and 5xx with the job's
+    Idempotency-Key; only 200s count."""
 
     urls: list[str]
     job: Any  # (index) -> the job body
@@ -135,11 +137,12 @@ class Submitter:
     async def submit(self, client: httpx.AsyncClient, deadline: float) -> str | None:
         """One job, retried until accepted or ``deadline`` (monotonic); its id, or None when refused."""
         body = self.job(next(self._counter))
+        key = {"Idempotency-Key": f"chaos-{uuid.uuid4()}"}  # a retry of a request that landed is the same job
         while time.monotonic() < deadline:
             url = self.urls[next(self._turn) % len(self.urls)]
             sent, began = time.time(), time.perf_counter()
             try:
-                response = await client.post(f"{url}/build", json=body)
+                response = await client.post(f"{url}/build", json=body, headers=key)
             except httpx.HTTPError:
                 self.retries += 1
                 await asyncio.sleep(0.05)  # a back-off between retries, not a synchronisation
