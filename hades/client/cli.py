@@ -53,6 +53,12 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     submit = command("submit", "submit a job file to a running Hades (HADES_API_URL)", _submit, job_id=False)
     submit.add_argument("file", type=Path, help="a job as JSON (the POST /build body); - for standard input")
     submit.add_argument("--follow", "-f", action="store_true", help="print its logs live and exit with its outcome")
+    submit.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="a key of yours standing for this one job: submitting again with it (a retry after an error) prints "
+        "the same job id instead of making a second job",
+    )
     command("status", "print a job's status", _status)
     logs = command("logs", "print a job's logs", _logs)
     logs.add_argument("--follow", "-f", action="store_true", help="live until the job ends; exit with its outcome")
@@ -114,7 +120,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         print(f"hades: {error}", file=sys.stderr)
         return REFUSED
     with _hades(settings) as hades:
-        job_id = hades.submit(body)
+        job_id = hades.submit(body, args.idempotency_key)
         if args.json:
             _print_json({"job_id": job_id}, lines=args.follow)
         else:

@@ -97,6 +97,16 @@ async def test_a_bad_job_exits_2_with_the_servers_message(api: Api) -> None:
     assert ran.err == 'hades: 400: Invalid request payload: "name" is required\n'
 
 
+async def test_submitting_again_with_an_idempotency_key_prints_the_same_job(api: Api) -> None:
+    path, key = job_file(api, job("echo keyed")), f"cli-{uuid.uuid4()}"
+    first = await hades(api, "submit", path, "--idempotency-key", key)
+    again = await hades(api, "submit", path, "--idempotency-key", key)
+    other = await hades(api, "submit", path)
+
+    assert first.code == again.code == other.code == 0
+    assert first.out == again.out != other.out
+
+
 async def test_refusals_exit_2_and_no_answer_exits_3(api: Api) -> None:
     unknown = str(uuid.uuid4())
     missing, no_key, wrong_key, nowhere, no_file = await asyncio.gather(
