@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -30,6 +32,10 @@ from hades.http.wire.jobs import BuildAccepted
 from hades.tracing import parent_context
 
 log = logging.getLogger(__name__)
+
+#: How long a submission waits for a lost NATS connection to come back before it is refused (500).
+SUBMIT_PATIENCE_SECONDS = 5.0
+_CONNECTED_POLL_SECONDS = 0.05
 
 
 def _text(status: int, message: str) -> Response[str]:
@@ -123,6 +129,9 @@ async def _keyed(services: ApiServices, job_id: str, events: list[Event]) -> tup
 async def _stored(services: ApiServices, job_id: str, events: list[Event]) -> int | tuple[int, str] | None:
     """Append the job's events, its trace starting here: their sequence, the error answer, or None when the log
     already had the job (a request with the same key landed first)."""
+    if not await _connected(services):
+        log.error("could not enqueue job %s: not connected to NATS for %g s", job_id, SUBMIT_PATIENCE_SECONDS)
+        return 500, "Failed to enqueue job"
     # The ``submitted`` event carries the trace to the scheduler. Tracing off, no span is made: a no-op tracer's
     # span of a new trace is invalid and carries nothing, and making it cost 2% of the CPU.
     traced = not isinstance(services.tracer, trace.NoOpTracer)
@@ -143,6 +152,21 @@ async def _stored(services: ApiServices, job_id: str, events: list[Event]) -> in
             log.error("could not enqueue job %s: %s", job_id, error)
             span.set_status(StatusCode.ERROR, str(error))
             return 500, "Failed to enqueue job"
+
+
+async def _connected(services: ApiServices) -> bool:
+    """Whether the process's NATS connection is up, waiting up to ``SUBMIT_PATIENCE_SECONDS`` for it to come back.
+
+    A publish made while the client is disconnected is not refused: nats-py keeps it and sends it once it is
+    connected again, so a submission answered ``500`` after a long outage was enqueued after all, when NATS came
+    back (a client that then retried had two jobs). Not publishing until the connection is there makes the 500
+    true; a short restart (the client's reconnect wait, 2 s) is still waited out."""
+    deadline = time.monotonic() + SUBMIT_PATIENCE_SECONDS
+    while not services.connected():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(_CONNECTED_POLL_SECONDS)
+    return True
 
 
 async def _accepted(services: ApiServices, job_id: str, seq: int) -> tuple[int, dict[str, str]]:
