@@ -1,11 +1,12 @@
 """Jobs submitted over HTTP while the processes under them are SIGKILLed: every role in turn and a node of a 3-node
-NATS cluster (R3 streams), then a single-node NATS with file storage restarted by SIGTERM and by SIGKILL.
+NATS cluster (R3 streams), then a single-node NATS with file storage restarted by SIGTERM, by SIGKILL, and away for
+25 s (clients retrying with their job's Idempotency-Key: no job may be made twice).
 
 After each campaign: every accepted job (a 200 from POST /build) has exactly one terminal event in the raw stream,
 no attempt ran its step to the end twice, every line a finished step printed is in its log view, every webhook was
 delivered; the recovery time after each fault goes to test-artifacts/chaos/recovery.json.
 
-500 jobs in the cluster campaign (100 per fault, 5 faults), 200 in the single-node one (100 per restart); each phase
+500 jobs in the cluster campaign (100 per fault, 5 faults), 300 in the single-node one (100 per fault); each phase
 waits for its backlog to drain before the next fault, so every recovery time is the fault's own.
 """
 
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.timeout(240)]
 
 JOBS_PER_FAULT = 100
 RATE = 25.0  # jobs/s submitted during a phase
+LONG_OUTAGE = 25.0  # seconds a single-node NATS stays away in the last phase
 ROLE_ENV = {
     "HADES_EXECUTOR": "process",
     "CONCURRENCY": "4",
@@ -144,6 +146,20 @@ def restart_node(node: SingleNode, kill: bool) -> Inject:
     return inject
 
 
+def long_outage(node: SingleNode, seconds: float) -> Inject:
+    """SIGKILL, and start again only after ``seconds``: longer than an append's patience (20 s), a submission's wait
+    for the connection (5 s) and a client's request timeout (10 s), so every path that gives up does."""
+
+    async def inject() -> None:
+        assert node.server is not None
+        node.server.process.kill()
+        node.server.process.wait()
+        await asyncio.sleep(seconds)  # the outage itself, not a synchronisation
+        await asyncio.to_thread(node.start)
+
+    return inject
+
+
 async def test_no_job_lost_or_ended_twice_through_single_node_nats_restarts(tmp_path: Path) -> None:
     markers = tmp_path / "markers"
     node = SingleNode(tmp_path / "nats", free_port())
@@ -160,6 +176,7 @@ async def test_no_job_lost_or_ended_twice_through_single_node_nats_restarts(tmp_
                     campaign = Campaign(fleet, nc, submitter, markers, receiver, JOBS_PER_FAULT, RATE)
                     await campaign.phase("nats_restart_sigterm", restart_node(node, kill=False))
                     await campaign.phase("nats_restart_sigkill", restart_node(node, kill=True))
+                    await campaign.phase("nats_long_outage", long_outage(node, LONG_OUTAGE), drain_timeout=180)
                     await fleet_up(fleet)
                     figures = await campaign.audit("single_node", fleet.api_urls[0])
         finally:
@@ -167,4 +184,4 @@ async def test_no_job_lost_or_ended_twice_through_single_node_nats_restarts(tmp_
     finally:
         if node.server is not None:
             node.server.stop()
-    assert figures["jobs_submitted"] == 2 * JOBS_PER_FAULT
+    assert figures["jobs_submitted"] == 3 * JOBS_PER_FAULT
