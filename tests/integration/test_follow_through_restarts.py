@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,29 @@ async def connected(url: str) -> AsyncIterator[Client]:
         await nc.close()
 
 
+@contextlib.asynccontextmanager
+async def in_background(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """``work`` running while the block runs, cancelled after it."""
+    task = asyncio.create_task(work)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def event_seqs(nc: Client, seen: list[int]) -> None:
+    """Follow the event log from its start as the projections do, noting each sequence handed on."""
+    async for batch in NatsEventStore(nc).replay_batches(1):
+        seen.extend(recorded.seq for recorded in batch)
+
+
+async def holds(items: list[Any], count: int, timeout: float = PROMPTLY) -> None:
+    """Until ``items`` has ``count`` entries."""
+    await eventually(lambda: asyncio.sleep(0, len(items) >= count), timeout=timeout)
+
+
 def submitted(job_id: str) -> JobSubmitted:
     return JobSubmitted(job_id=job_id, at=datetime.now(UTC), spec=JobSpec(name="t"), priority=Priority.LOW)
 
@@ -74,28 +97,17 @@ async def append_jobs(nc: Client, count: int) -> list[int]:
 @pytest.mark.parametrize("kill", [True, False], ids=["sigkill", "sigterm"])
 async def test_the_event_log_is_followed_on_at_once_after_a_restart(node: Restartable, kill: bool) -> None:
     seen: list[int] = []
-    async with connected(node.server.url) as follower_nc:
+    async with connected(node.server.url) as follower_nc, in_background(event_seqs(follower_nc, seen)):
+        async with connected(node.server.url) as writer:
+            before = await append_jobs(writer, 3)
+        await holds(seen, 3, timeout=10)
 
-        async def follow() -> None:
-            async for batch in NatsEventStore(follower_nc).replay_batches(1):
-                seen.extend(recorded.seq for recorded in batch)
-
-        following = asyncio.create_task(follow())
-        try:
-            async with connected(node.server.url) as writer:
-                before = await append_jobs(writer, 3)
-            await eventually(lambda: asyncio.sleep(0, len(seen) == 3), timeout=10)
-
-            await asyncio.to_thread(node.restart, kill)
-            async with connected(node.server.url) as writer:
-                after = await append_jobs(writer, 3)
-                await eventually(lambda: asyncio.sleep(0, len(seen) >= 6), timeout=PROMPTLY)
-                more = await append_jobs(writer, 2)  # and it stays live
-                await eventually(lambda: asyncio.sleep(0, len(seen) >= 8), timeout=PROMPTLY)
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+        await asyncio.to_thread(node.restart, kill)
+        async with connected(node.server.url) as writer:
+            after = await append_jobs(writer, 3)
+            await holds(seen, 6)
+            more = await append_jobs(writer, 2)  # and it stays live
+            await holds(seen, 8)
 
     assert seen == before + after + more
 
@@ -119,20 +131,15 @@ async def test_a_job_log_is_followed_on_at_once_after_a_restart(node: Restartabl
                 await writer.write("stdout", datetime.now(UTC), text)
             await writer.close()
 
-        following = asyncio.create_task(follow())
-        try:
+        async with in_background(follow()):
             async with connected(node.server.url) as writer_nc:
                 await write(writer_nc, 1, ["one", "two"])
-            await eventually(lambda: asyncio.sleep(0, len(lines) == 2), timeout=10)
+            await holds(lines, 2, timeout=10)
 
             await asyncio.to_thread(node.restart, kill)
             async with connected(node.server.url) as writer_nc:
                 await write(writer_nc, 2, ["three"])
-                await eventually(lambda: asyncio.sleep(0, len(lines) >= 3), timeout=PROMPTLY)
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+                await holds(lines, 3)
 
     assert lines == ["one", "two", "three"]
     assert seqs == sorted(set(seqs))  # in order, none twice
@@ -144,24 +151,14 @@ async def test_without_a_reconnect_notice_the_heartbeats_bring_the_follower_back
     seen: list[int] = []
     follower_nc = await nats.connect(node.server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
     try:
-
-        async def follow() -> None:
-            async for batch in NatsEventStore(follower_nc).replay_batches(1):
-                seen.extend(recorded.seq for recorded in batch)
-
-        following = asyncio.create_task(follow())
-        try:
+        async with in_background(event_seqs(follower_nc, seen)):
             async with connected(node.server.url) as writer:
                 before = await append_jobs(writer, 2)
-            await eventually(lambda: asyncio.sleep(0, len(seen) == 2), timeout=10)
+            await holds(seen, 2, timeout=10)
             await asyncio.to_thread(node.restart, True)
             async with connected(node.server.url) as writer:
                 after = await append_jobs(writer, 2)
-                await eventually(lambda: asyncio.sleep(0, len(seen) >= 4), timeout=PROMPTLY)
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+                await holds(seen, 4)
     finally:
         await follower_nc.close()
     assert seen == before + after
@@ -183,25 +180,14 @@ async def test_a_follower_whose_new_consumer_is_refused_asks_again(
 
     monkeypatch.setattr(JetStreamContext, "subscribe", refused_once_after_the_first)
     seen: list[int] = []
-    async with connected(node.server.url) as follower_nc:
-
-        async def follow() -> None:
-            async for batch in NatsEventStore(follower_nc).replay_batches(1):
-                seen.extend(recorded.seq for recorded in batch)
-
-        following = asyncio.create_task(follow())
-        try:
-            async with connected(node.server.url) as writer:
-                before = await append_jobs(writer, 1)
-            await eventually(lambda: asyncio.sleep(0, len(seen) == 1), timeout=10)
-            await asyncio.to_thread(node.restart, True)
-            async with connected(node.server.url) as writer:
-                after = await append_jobs(writer, 1)
-                await eventually(lambda: asyncio.sleep(0, len(seen) >= 2), timeout=PROMPTLY)
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+    async with connected(node.server.url) as follower_nc, in_background(event_seqs(follower_nc, seen)):
+        async with connected(node.server.url) as writer:
+            before = await append_jobs(writer, 1)
+        await holds(seen, 1, timeout=10)
+        await asyncio.to_thread(node.restart, True)
+        async with connected(node.server.url) as writer:
+            after = await append_jobs(writer, 1)
+            await holds(seen, 2)
     assert calls >= 3
     assert seen == before + after
 
@@ -216,19 +202,14 @@ async def test_a_pool_registered_after_a_restart_reaches_its_executors_at_once(n
             async for change in Pools(follower_nc).follow():
                 seen.append(change)
 
-        following = asyncio.create_task(follow())
-        try:
+        async with in_background(follow()):
             async with connected(node.server.url) as writer:
                 first = await Pools(writer).register(Placement(cpu=1))
-            await eventually(lambda: asyncio.sleep(0, len(seen) == 1), timeout=10)
+            await holds(seen, 1, timeout=10)
             await asyncio.to_thread(node.restart, True)
             async with connected(node.server.url) as writer:
                 second = await Pools(writer).register(Placement(cpu=2))
-                await eventually(lambda: asyncio.sleep(0, len(seen) >= 2), timeout=PROMPTLY)
-        finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+                await holds(seen, 2)
     assert seen == [(first, Placement(cpu=1)), (second, Placement(cpu=2))]
 
 
@@ -256,7 +237,7 @@ async def test_a_message_being_handed_on_when_the_connection_comes_back_is_not_l
             release.set()
             async with connected(node.server.url) as writer:
                 after = await append_jobs(writer, 2)
-                await eventually(lambda: asyncio.sleep(0, len(handed) >= 5), timeout=PROMPTLY)
+                await holds(handed, 5)
         finally:
             await follower.stop()
     assert handed == before + after
