@@ -29,6 +29,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
+from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
 
 from hades.adapters.nats.connection import on_reconnect
@@ -131,22 +132,24 @@ class JobInterruptions:
     async def _recheck(self) -> None:
         """Each watched job's newest event, handed on when it interrupts (published while the connection was away,
         it was never heard)."""
-        js = self._nc.jetstream()
         for job_id in list(self._watchers):
-            for _ in range(_RECHECK_TRIES):  # a server just back may not answer JetStream requests yet
-                try:
-                    newest = await js.get_last_msg(EVENTS_STREAM, job_events(job_id), direct=True)
-                    break
-                except NotFoundError:
-                    newest = None
-                    break
-                except (NatsError, OSError) as error:
-                    log.info("job %s cannot be checked for a cancel yet (%r); asking again", job_id, error)
-                    newest = None
-                    await asyncio.sleep(_RECHECK_RETRY)
-            if newest is None:
+            newest = await self._newest(job_id)
+            if newest is None or newest.data is None or newest.subject is None:
                 continue
-            subject = newest.subject or ""
-            kind = subject.split(".", _JOB_TOKEN + 1)[-1]
-            if newest.data is not None and (kind == "cancel_requested" or kind.startswith("queued")):
-                self._hand_on(job_id, subject, newest.data)
+            kind = newest.subject.split(".", _JOB_TOKEN + 1)[-1]
+            if kind == "cancel_requested" or kind.startswith("queued"):
+                self._hand_on(job_id, newest.subject, newest.data)
+
+    async def _newest(self, job_id: str) -> RawStreamMsg | None:
+        """The job's newest event; None when it has none, or JetStream did not answer for ``_RECHECK_TRIES`` tries
+        (a server just back may not answer JetStream requests yet)."""
+        js = self._nc.jetstream()
+        for _ in range(_RECHECK_TRIES):
+            try:
+                return await js.get_last_msg(EVENTS_STREAM, job_events(job_id), direct=True)
+            except NotFoundError:
+                return None
+            except (NatsError, OSError) as error:
+                log.info("job %s cannot be checked for a cancel yet (%r); asking again", job_id, error)
+                await asyncio.sleep(_RECHECK_RETRY)
+        return None
