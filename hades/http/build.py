@@ -113,17 +113,15 @@ def _checked(services: ApiServices, body: bytes, idempotency_key: str | None) ->
 
 
 async def _keyed(services: ApiServices, job_id: str, events: list[Event]) -> tuple[int, str | dict[str, str]]:
-    """A keyed submission: the first request appends the job; a repeat, or a request that lost a race with another
-    of the key, answers from what the log holds (the log also deduplicates a ``submitted`` of the same job id, so
-    what was stored is looked at even after an append that seemed to succeed)."""
-    earlier = await submitted_before(services.store, job_id)
-    if earlier is None:
-        appended = await _stored(services, job_id, events)
-        if isinstance(appended, tuple):
-            return appended
-        earlier = await submitted_before(services.store, job_id)
-        assert earlier is not None
-    return await _answer_again(services, job_id, earlier, events[0])
+    """A keyed submission: the first request appends the job; a repeat (its append refused as a conflict, or
+    deduplicated by the log as the same ``submitted``), or a request that lost a race with another of the key,
+    answers from what the log holds, so what was stored is looked at even after an append that seemed to succeed."""
+    appended = await _stored(services, job_id, events)
+    if isinstance(appended, tuple):
+        return appended
+    stored = await submitted_before(services.store, job_id)
+    assert stored is not None
+    return await _answer_again(services, job_id, stored, events[0])
 
 
 async def _stored(services: ApiServices, job_id: str, events: list[Event]) -> int | tuple[int, str] | None:
